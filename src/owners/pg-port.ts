@@ -71,17 +71,19 @@ export function openPgPort(
   const where = `the ${component} tables of schema ${db.schema}`;
   const corrupt = (e: RowInvalid) => storeCorrupt(owner, where, e);
   let closed = false;
-  let checked: Promise<PgAdmission> | undefined;
-  // Once per port; a refusal is not remembered, so a schema migrated later opens on the next use.
-  const ready = (): Promise<PgAdmission> =>
-    (checked ??= (async () => {
+  let checked: Promise<void> | undefined;
+  // The versions once per port (a refusal is not remembered, so a schema migrated later opens on the
+  // next use); the admission as the database handle keeps it (`forgetAdmission` reads it anew).
+  const ready = async (): Promise<PgAdmission> => {
+    await (checked ??= (async () => {
       await requireSchemaVersion(db, INSTALLATION_COMPONENT, INSTALLATION_MIGRATIONS);
       await requireSchemaVersion(db, component, migrations);
-      return admissionOf(db);
     })().catch((e: unknown) => {
       checked = undefined;
       throw e;
     }));
+    return admissionOf(db);
+  };
 
   return {
     provider: POSTGRESQL_PROVIDER,

@@ -16,6 +16,7 @@ export {
   PgRunAuthority,
   openPgRunAuthority,
   runLeaseLost,
+  revokeRunLeases,
   DEFAULT_LEASE_MS,
   RUN_AUTHORITY_COMPONENT,
   RUN_AUTHORITY_PG_MIGRATIONS,

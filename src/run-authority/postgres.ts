@@ -24,6 +24,12 @@
  *   lease — a record here, a run store commit (`fence`) — first locks the lease row `FOR SHARE` at
  *   (run, epoch, instance) inside its own transaction and fails with `run_lease_lost` otherwise,
  *   so a paused process that wakes after another took the run over fails in the database.
+ * - Epochs are ordered across a failover. An epoch taken on the server's timeline T is at least
+ *   (T − 1)·2³² + 1 (`EPOCH_FLOOR`): timeline 1 counts 1, 2, 3, … as ever, and the first epoch
+ *   a promoted standby (or a point-in-time restore) grants is past every epoch its old primary could
+ *   have granted and lost in the failover — and past any the old primary grants if it is started
+ *   again, so a receiver that has seen the new one refuses the old primary's deliveries as stale.
+ *   A lease's expiry is the promoted server's clock's, like every other.
  * - Session advisory locks are never used: poolers and a server's silent loss of a session break
  *   them; a lease row survives both and expires on its own.
  *
@@ -34,7 +40,14 @@
 import { randomBytes } from 'node:crypto';
 import { conflict, faultPoint, internal } from '../core/index.js';
 import { isLoopxError } from '../core/index.js';
-import { pgFailure, requireSchemaVersion, type PgDatabase, type PgMigration, type PgQuery } from '../store/index.js';
+import {
+  LIVE_TIMELINE,
+  pgFailure,
+  requireSchemaVersion,
+  type PgDatabase,
+  type PgMigration,
+  type PgQuery,
+} from '../store/index.js';
 import { checkRunId, IMPORT_WAIT_MS, isRunId, LeaseBook } from './leases.js';
 import {
   lifetimesRevision,
@@ -102,6 +115,21 @@ export const RUN_AUTHORITY_PG_MIGRATIONS: readonly PgMigration[] = [
     sql: `CREATE TABLE work_marks (store_key TEXT COLLATE "C" PRIMARY KEY, body TEXT NOT NULL);`,
   },
 ];
+
+/**
+ * A cluster schema's rotation (`loopx cluster rotate`): every lease released at once, so each run is
+ * taken again under a new epoch and no driver from before writes under its old one (every write
+ * under a lease checks its row). The runs whose leases were released, sorted.
+ */
+export async function revokeRunLeases(db: PgDatabase): Promise<string[]> {
+  const rows = await db.query<{ run_id: string }>(
+    'UPDATE run_leases SET released = true, lease_expires_at = now() WHERE NOT released RETURNING run_id',
+  );
+  return rows.map((r) => r.run_id).sort();
+}
+
+/** The least epoch a lease taken now may have: 1 on timeline 1, past every earlier timeline's after a promotion (see the header). */
+const EPOCH_FLOOR = `(((${LIVE_TIMELINE}) - 1) * 4294967296 + 1)`;
 
 /** Default lease length: a dead owner's runs are taken over this long after its last renewal. */
 export const DEFAULT_LEASE_MS = 15_000;
@@ -198,9 +226,9 @@ export class PgRunAuthority implements RunAuthority {
     const rows = await this.#q(
       `WITH taken AS (
          INSERT INTO run_leases AS l (run_id, epoch, owner_instance, acquired_at, lease_expires_at)
-         VALUES ($1, 1, $2, now(), now() + make_interval(secs => $3))
+         VALUES ($1, ${EPOCH_FLOOR}, $2, now(), now() + make_interval(secs => $3))
          ON CONFLICT (run_id) DO UPDATE
-           SET epoch = l.epoch + 1, owner_instance = EXCLUDED.owner_instance, acquired_at = EXCLUDED.acquired_at,
+           SET epoch = GREATEST(l.epoch + 1, ${EPOCH_FLOOR}), owner_instance = EXCLUDED.owner_instance, acquired_at = EXCLUDED.acquired_at,
                lease_expires_at = EXCLUDED.lease_expires_at, released = false
            WHERE l.released OR l.lease_expires_at <= now()
          RETURNING run_id, epoch, owner_instance, acquired_at)

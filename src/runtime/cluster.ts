@@ -60,6 +60,7 @@ import {
 } from '../run-authority/index.js';
 import {
   databaseUrlFrom,
+  forgetAdmission,
   migratePostgres,
   openPostgres,
   requireSchemaVersion,
@@ -324,11 +325,19 @@ export interface ClusterNodeOptions extends ClusterAccess {
   readonly log?: (msg: string, fields: Record<string, unknown>) => void;
 }
 
+/**
+ * The cluster schema's installation refusing this daemon's writes: a restored copy or a promoted
+ * standby not rotated yet (`loopx cluster rotate`), a rotation since the daemon was admitted, a
+ * superseded server. The database's state, not the run's: no run is held for it.
+ */
+const INSTALLATION_REFUSALS = ['store_restored_pending_rotation', 'store_writer_stale', 'store_superseded'];
+
 /** Errors that mean "try again later", not "this run needs an operator". */
 const transient = (e: unknown): boolean =>
   !isLoopxError(e) ||
   e.kind === 'internal' ||
-  ['pg_unreachable', 'run_busy', 'import_busy', 'authority_shutting_down', 'provider_busy'].includes(e.code);
+  ['pg_unreachable', 'run_busy', 'import_busy', 'authority_shutting_down', 'provider_busy'].includes(e.code) ||
+  INSTALLATION_REFUSALS.includes(e.code);
 
 /**
  * One daemon's membership of a cluster: its instance (joined, heartbeat and state through the
@@ -481,6 +490,9 @@ export class ClusterNode {
         return;
       }
       if (transient(e)) {
+        // Rotated since this daemon was admitted: the rotation revoked every lease, so no driver of
+        // this daemon writes a run again without a new epoch; its next write is admitted anew.
+        if (isLoopxError(e) && e.code === 'store_writer_stale') forgetAdmission(this.#db);
         if (!(isLoopxError(e) && e.code === 'run_busy'))
           this.#log('run not driven now; retried later', { run: runId, code: isLoopxError(e) ? e.code : 'internal' });
         return;

@@ -223,6 +223,13 @@ export {
   type StoreConfig,
 } from './store-config.js';
 export {
+  CLUSTER_ROTATION_PLAN_SCHEMA,
+  planClusterRotation,
+  rotateCluster,
+  type ClusterRotation,
+  type ClusterRotationPlan,
+} from './cluster-rotation.js';
+export {
   ClusterNode,
   CLUSTER_COMPONENTS,
   clusterStatus,

@@ -423,6 +423,15 @@ export function bindingOf(
   return row.store_identity === bound.store_identity ? 'bound' : 'other';
 }
 
+/**
+ * The next write through `db` reads its admission anew. Only for a process whose every authority
+ * the rotation revoked (a cluster daemon: its run leases), so nothing it believed it held is
+ * written under the new identity without being taken again.
+ */
+export function forgetAdmission(db: PgDatabase): void {
+  admissions.delete(db);
+}
+
 /** The first statement of every owner write: the installation checked in the write's own transaction. */
 export async function admit(q: PgQuery, admission: PgAdmission): Promise<void> {
   assertAdmitted(admission);

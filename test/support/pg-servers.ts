@@ -18,7 +18,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,8 +26,10 @@ import { afterAll } from 'vitest';
 import { IS_ROOT } from './hosts.js';
 
 const servers: PgServer[] = [];
+const addresses: ServiceAddress[] = [];
 const dirs: string[] = [];
 afterAll(() => {
+  for (const a of addresses.splice(0)) a.close();
   for (const s of servers.splice(0).reverse()) s.stopQuietly();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
@@ -262,5 +264,63 @@ export class PgServer {
     } catch {
       // already gone
     }
+  }
+}
+
+/**
+ * A service address in front of the servers a failover moves between (what a virtual IP or a DNS
+ * name is to an operator): one port on loopback and on `address` (the hosts' link), forwarding to
+ * the server it points at on loopback. `point` moves it and cuts every connection it carried.
+ */
+export class ServiceAddress {
+  private readonly servers: Server[] = [];
+  private readonly sockets = new Set<Socket>();
+  private constructor(
+    readonly port: number,
+    private target: number,
+  ) {}
+
+  static async start(target: PgServer, address = '127.0.0.1'): Promise<ServiceAddress> {
+    const s = new ServiceAddress(await freePort(), target.port);
+    for (const host of new Set(['127.0.0.1', address])) {
+      const server = createServer((client) => s.carry(client));
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(s.port, host, () => resolve());
+      });
+      s.servers.push(server);
+    }
+    addresses.push(s);
+    return s;
+  }
+
+  private carry(client: Socket): void {
+    const upstream = connect(this.target, '127.0.0.1');
+    this.sockets.add(client).add(upstream);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      this.sockets.delete(client);
+      this.sockets.delete(upstream);
+    };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+    client.pipe(upstream).pipe(client);
+  }
+
+  url(address = '127.0.0.1', database = 'postgres'): string {
+    return `postgres://postgres@${address}:${this.port}/${database}`;
+  }
+
+  /** The address moved to `server`: every connection it carried is cut, new ones reach `server`. */
+  point(server: PgServer): void {
+    this.target = server.port;
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+  }
+
+  close(): void {
+    for (const s of this.sockets) s.destroy();
+    for (const server of this.servers) server.close();
   }
 }

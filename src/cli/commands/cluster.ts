@@ -112,6 +112,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         );
     });
   });
+  registerRotate(cluster, globals);
   withClusterFlags(
     cluster
       .command('drain')
@@ -130,5 +131,38 @@ export function register(program: Command, globals: () => GlobalOptions): void {
         (d, out) =>
           out.line(`daemon ${d.instance_id}: ${d.state === 'gone' ? 'gone (its leases lapse on their own)' : d.state}`),
       );
+    });
+}
+
+/** `loopx cluster rotate`: the cluster schema after a failover or a restore (runtime/cluster-rotation.ts). */
+function registerRotate(cluster: Command, globals: () => GlobalOptions): void {
+  withClusterFlags(
+    cluster
+      .command('rotate')
+      .description(
+        'after a failover or a restore of the cluster database: a new store identity and restore generation, every run lease released, then daemons admitted again',
+      ),
+  )
+    .option('--confirm <digest>', 'the plan digest the preview printed; without it, only the plan is shown')
+    .action(async (o: ClusterFlags & { confirm?: string }) => {
+      const g = globals();
+      const { planClusterRotation, rotateCluster } = await runtime();
+      if (o.confirm === undefined)
+        return emit(g, await planClusterRotation(accessOf(o)), (d, out) => {
+          out.line(
+            `cluster schema ${d.schema}: ${d.restore_detected ? `not on the server it was recorded on (changed: ${d.changed.join(', ')})` : d.state}`,
+          );
+          out.line(
+            `  restore generation ${d.restore_generation} → ${d.next_restore_generation}; a new store identity is minted`,
+          );
+          out.line(`  ${d.live_leases} live run lease(s) are released: each run is taken again under a new epoch`);
+          out.hint(`confirm: loopx cluster rotate --confirm ${d.digest}`);
+        });
+      emit(g, await rotateCluster(accessOf(o), o.confirm), (d, out) => {
+        out.line(
+          `cluster schema ${d.schema} rotated: store identity ${d.store_identity}, restore generation ${d.restore_generation}; the daemons are admitted again`,
+        );
+        out.line(`  ${d.released_leases.length} run lease(s) released`);
+      });
     });
 }

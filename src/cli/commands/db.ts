@@ -71,7 +71,7 @@ function installationText(schema: string, i: NonNullable<DbStatus['installation'
 }
 
 const BINDING_TEXT: Record<Exclude<NonNullable<DbStatus['binding']>, 'bound'>, string> = {
-  unbound: 'this root records no installation yet (loopx db migrate records it)',
+  unbound: 'this root records no installation yet; what to do: loopx db migrate',
   older:
     'this server holds an older incarnation than the root is bound to (the old primary after a failover, or a copy from before a rotation): its writers are refused',
   newer: 'this schema was rotated through another root since this root was bound: its writers are admitted',
