@@ -39,7 +39,14 @@ import {
   supersedeLifetime,
   type LifetimeTable,
 } from './lifetimes.js';
-import { directoryWorkMarks, observeWorkHead, rewindWorkMark, type WorkHead, type WorkMark, type WorkMarkTable } from './work-marks.js';
+import {
+  directoryWorkMarks,
+  observeWorkHead,
+  rewindWorkMark,
+  type WorkHead,
+  type WorkMark,
+  type WorkMarkTable,
+} from './work-marks.js';
 import { decodeRecord, encodeRecord } from './records.js';
 import {
   bindRoot,

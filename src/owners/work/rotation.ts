@@ -82,7 +82,9 @@ export interface WorkStoreHead {
 /** Every Goal work store's head in the schema behind `db`, in store order; read only. */
 export async function workStoreHeads(db: PgDatabase): Promise<WorkStoreHead[]> {
   await requireSchemaVersion(db, WORK_PG_COMPONENT, WORK_PG_MIGRATIONS);
-  const rows = await db.query('SELECT goal_key, goal_id, store_identity, cursor, provider_revision FROM work_stores ORDER BY goal_key');
+  const rows = await db.query(
+    'SELECT goal_key, goal_id, store_identity, cursor, provider_revision FROM work_stores ORDER BY goal_key',
+  );
   return rows.map((r) => {
     // BIGINT arrives as text; a head that is not a whole number is a malformed row, never read as 0.
     const cursor =
