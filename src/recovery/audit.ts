@@ -256,13 +256,10 @@ function v1AuditSections(ctx: AuditContext): Sections {
   return { links: v1.links, capture: v1.capture, eligibleScopes: v1.eligibleScopes };
 }
 
-/**
- * v1 inventories: every owner boundary once per root and the Goal boundaries once per Goal (6 + 2 ×
- * 128), the unowned run kernel, the remainder; each Goal component links to three others at most.
- */
+/** v1 inventories (limits.ts `v1Components`, `v1DependencyLinks`). */
 const V1_LIMITS = {
-  components: 2 * RECOVERY_LIMITS.goals + 16,
-  dependencyLinks: 4 * RECOVERY_LIMITS.goals + 16,
+  components: RECOVERY_LIMITS.v1Components,
+  dependencyLinks: RECOVERY_LIMITS.v1DependencyLinks,
 } as const;
 
 /** The audit's findings and the three ways sections add to them. */
@@ -428,7 +425,10 @@ export function buildAudit(inputs: AuditInputs): RecoveryAudit {
 
 function limitsRecord(): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const [k, v] of Object.entries(RECOVERY_LIMITS)) out[k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v;
+  for (const [k, v] of Object.entries(RECOVERY_LIMITS)) {
+    if (k === 'v1Components' || k === 'v1DependencyLinks') continue; // a v1 audit's own (V1_LIMITS)
+    out[k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v;
+  }
   return out;
 }
 

@@ -22,6 +22,14 @@ export const RECOVERY_LIMITS = {
   /** Components one audit may emit (1 configuration + 128 databases + 128 Goals + 1 remainder). */
   components: 258,
   dependencyLinks: 128,
+  /**
+   * Components of a v1 inventory: every owner boundary once per root and the Goal boundaries once
+   * per Goal (6 + 2 × 128 — a root on PostgreSQL exports each Goal's work as a component of its
+   * own), the unowned run kernel, the remainder. Also what the owner-verification worker takes.
+   */
+  v1Components: 2 * BACKUP_LIMITS.goals + 16,
+  /** Each v1 Goal component links to three others at most. */
+  v1DependencyLinks: 4 * BACKUP_LIMITS.goals + 16,
   /** Free space the destination must have beyond the regular-file bytes. */
   freeSpaceMarginBytes: 16 * MiB,
   /** The disposable owner-verification worker. */

@@ -74,12 +74,12 @@ async function main(): Promise<void> {
     const msg = (await next()) as WorkerMessage;
     if ('end' in msg) break;
     if ('component' in msg) {
-      if (components.length >= RECOVERY_LIMITS.components) throw new Error('too many components');
+      if (components.length >= RECOVERY_LIMITS.v1Components) throw new Error('too many components');
       components.push(msg.component);
       continue;
     }
     if ('crash' in msg) {
-      if (crash.length >= RECOVERY_LIMITS.components) throw new Error('too many components');
+      if (crash.length >= RECOVERY_LIMITS.v1Components) throw new Error('too many components');
       crash.push(msg.crash);
       continue;
     }
