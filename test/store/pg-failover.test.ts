@@ -204,6 +204,10 @@ async function until(what: string, ok: () => boolean): Promise<void> {
     const refused = await loopxChild(['todo', 'add', '--goal', 'launch', '--title', 'x', ...at(), '--json'], onOld);
     expect(refused.status, refused.stdout).toBe(3);
     expect(refused.json().error.code).toBe('store_superseded');
+    // `db migrate` through it never binds the root back to the old installation.
+    expect((await loopxChild(['db', 'migrate', ...at(), '--json'], onOld)).status).toBe(0);
+    const again = await loopxChild(['todo', 'add', '--goal', 'launch', '--title', 'x', ...at(), '--json'], onOld);
+    expect(again.json().error.code).toBe('store_superseded');
     const status = (await loopxChild(['db', 'status', ...at(), '--json'], onOld)).json();
     expect(status).toMatchObject({ binding: 'older', installation: { state: 'superseded', restore_generation: 0 } });
 

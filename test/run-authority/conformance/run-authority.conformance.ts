@@ -702,6 +702,17 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
         });
       });
 
+      it('a confirmed rewind (a database rotation) sets the mark behind it; another lifetime is still refused', async () => {
+        const a = await make();
+        await a.observeWorkHead(head({ cursor: 9, provider_revision: `${'9'.repeat(32)}:9` }));
+        expect(await asyncCodeOf(a.observeWorkHead(head()))).toBe('root_rolled_back');
+        expect(await a.rewindWorkMark(head())).toMatchObject({ cursor: 3 });
+        expect(await a.observeWorkHead(head())).toMatchObject({ cursor: 3 });
+        expect(await asyncCodeOf(a.rewindWorkMark(head({ goal_instance_id: ginst('e') })))).toBe(
+          'goal_identity_mismatch',
+        );
+      });
+
       it('work marks of one authority are invisible to another', async () => {
         const a = await make();
         const b = await make();
