@@ -222,6 +222,7 @@ export {
   type MigrateResult,
   type StoreConfig,
 } from './store-config.js';
+export { clusterStatus, type ClusterStatus } from './cluster-status.js';
 export {
   CLUSTER_ROTATION_PLAN_SCHEMA,
   planClusterRotation,
@@ -232,14 +233,12 @@ export {
 export {
   ClusterNode,
   CLUSTER_COMPONENTS,
-  clusterStatus,
   DEFAULT_CLUSTER_SCHEMA,
   drainClusterInstance,
   initCluster,
   submitClusterRun,
   type ClusterAccess,
   type ClusterNodeOptions,
-  type ClusterStatus,
 } from './cluster.js';
 export {
   cancelClusterRun,

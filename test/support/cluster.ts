@@ -103,6 +103,7 @@ export interface Cluster {
 }
 
 export interface StatusDoc {
+  installation: { state: string; changed: string[]; restore_generation: number } | null;
   instances: Array<{ instance_id: string; state: string; live: boolean }>;
   runs: Array<{
     run_id: string;

@@ -104,6 +104,10 @@ export function register(program: Command, globals: () => GlobalOptions): void {
     const { clusterStatus } = await runtime();
     emit(g, await clusterStatus(accessOf(o)), (d, out) => {
       out.line(`cluster schema ${d.schema}: ${d.instances.filter((i) => i.live).length} live daemon(s)`);
+      if (d.installation !== null && d.installation.state !== 'active')
+        out.hint(
+          `the database is ${d.installation.state} (changed: ${d.installation.changed.join(', ') || 'none'}); the daemons' writes are refused until it is rotated: loopx cluster rotate`,
+        );
       for (const i of d.instances)
         out.line(`  ${i.instance_id} on ${i.host} (pid ${i.pid}): ${i.live ? i.state : 'gone'}, driving ${i.driving}`);
       for (const r of d.runs)
