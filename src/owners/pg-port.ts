@@ -121,7 +121,7 @@ export function openPgPort(
         // Our own rows failing to decode means the tables were damaged under us: stop, never guess.
         if (e instanceof RowInvalid) throw corrupt(e);
         // The installation refused this writer (restored, superseded, rotated since): typed, never retried.
-        const refusal = installationRefusal(e, db.schema, undefined, db.reference);
+        const refusal = installationRefusal(e, db.schema, undefined, db.reference, admission);
         if (refusal) throw refusal;
         // A typed refusal raised inside the transaction (a caller's fence) passes through as it is.
         if (isLoopxError(e)) throw e;

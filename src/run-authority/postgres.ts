@@ -24,11 +24,13 @@
  *   lease — a record here, a run store commit (`fence`) — first locks the lease row `FOR SHARE` at
  *   (run, epoch, instance) inside its own transaction and fails with `run_lease_lost` otherwise,
  *   so a paused process that wakes after another took the run over fails in the database.
- * - Epochs are ordered across a failover. An epoch taken on the server's timeline T is at least
- *   (T − 1)·2³² + 1 (`EPOCH_FLOOR`): timeline 1 counts 1, 2, 3, … as ever, and the first epoch
- *   a promoted standby (or a point-in-time restore) grants is past every epoch its old primary could
- *   have granted and lost in the failover — and past any the old primary grants if it is started
- *   again, so a receiver that has seen the new one refuses the old primary's deliveries as stale.
+ * - Epochs are ordered across a failover and a restore. An epoch taken on the server's timeline T,
+ *   in a schema at restore generation G, is at least (T − 1 + G)·2³² + 1 (`EPOCH_FLOOR`): timeline
+ *   1 of a schema never rotated counts 1, 2, 3, … as ever; the first epoch a promoted standby (or a
+ *   point-in-time restore) grants is past every epoch its old primary could have granted and lost in
+ *   the failover, and so is the first after a rotation (`loopx cluster rotate`, also after a restore
+ *   on the same timeline) — past any the old server grants if it is started again, so a receiver
+ *   that has seen the new one refuses the old server's deliveries as stale.
  *   A lease's expiry is the promoted server's clock's, like every other.
  * - Session advisory locks are never used: poolers and a server's silent loss of a session break
  *   them; a lease row survives both and expires on its own.
@@ -41,6 +43,7 @@ import { randomBytes } from 'node:crypto';
 import { conflict, faultPoint, internal } from '../core/index.js';
 import { isLoopxError } from '../core/index.js';
 import {
+  INSTALLATION_GENERATION,
   LIVE_TIMELINE,
   pgFailure,
   requireSchemaVersion,
@@ -129,7 +132,7 @@ export async function revokeRunLeases(db: PgDatabase): Promise<string[]> {
 }
 
 /** The least epoch a lease taken now may have: 1 on timeline 1, past every earlier timeline's after a promotion (see the header). */
-const EPOCH_FLOOR = `(((${LIVE_TIMELINE}) - 1) * 4294967296 + 1)`;
+const EPOCH_FLOOR = `(((${LIVE_TIMELINE}) - 1 + ${INSTALLATION_GENERATION}) * 4294967296 + 1)`;
 
 /** Default lease length: a dead owner's runs are taken over this long after its last renewal. */
 export const DEFAULT_LEASE_MS = 15_000;

@@ -1,8 +1,9 @@
 /**
  * `loopx cluster rotate`: a cluster schema's installation after a failover or a restore. A schema
  * whose server is not the one it was recorded on — a promoted standby, a point-in-time restore, a
- * physical copy — admits no daemon's effect or membership write (`store_restored_pending_rotation`;
- * the daemons hold no run for it and retry). Rotating previews a plan bound by a digest and, only
+ * physical copy — admits no daemon's effect write (`store_restored_pending_rotation`; the daemons
+ * hold no run for it and retry; the run store and the leases do not ask the installation, and the
+ * epochs move past the old server's: run-authority/postgres.ts). Rotating previews a plan bound by a digest and, only
  * with `--confirm <digest>`:
  *   1. mints a new store identity and the next restore generation in state `rotating`, with the
  *      live server recorded (every daemon admitted before is refused from then on);
@@ -92,7 +93,11 @@ export async function rotateCluster(a: ClusterAccess, confirm: string): Promise<
     rotated = await db.transaction(async (q) => {
       const v = await readInstallation(q, true);
       if (v === undefined) throw installationMissing(db.schema);
-      if (v.store_identity !== plan.store_identity || v.restore_generation !== plan.restore_generation)
+      if (
+        v.store_identity !== plan.store_identity ||
+        v.restore_generation !== plan.restore_generation ||
+        v.state !== plan.state
+      )
         throw confirmMismatch(a);
       return v.state === 'rotating'
         ? { store_identity: v.store_identity, restore_generation: v.restore_generation }

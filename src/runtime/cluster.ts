@@ -423,7 +423,7 @@ export class ClusterNode {
       if (transient(e)) {
         // Rotated since this daemon was admitted: the rotation revoked every lease, so no driver of
         // this daemon writes a run again without a new epoch; its next write is admitted anew.
-        if (isLoopxError(e) && e.code === 'store_writer_stale') forgetAdmission(this.#db);
+        this.#readmitAfterRotation(e);
         if (!(isLoopxError(e) && e.code === 'run_busy'))
           this.#log('run not driven now; retried later', { run: runId, code: isLoopxError(e) ? e.code : 'internal' });
         return;
@@ -432,6 +432,12 @@ export class ClusterNode {
       await this.#cluster.hold(runId, (e as { code: string }).code);
       this.#log('run held', { run: runId, code: (e as { code: string }).code });
     }
+  }
+
+  /** A write refused because the cluster schema was rotated since this daemon was admitted: the next one reads its admission anew. */
+  #readmitAfterRotation(e: unknown): void {
+    const admitted = isLoopxError(e) && e.code === 'store_writer_stale' ? e.details?.admitted_generation : undefined;
+    if (typeof admitted === 'number') forgetAdmission(this.#db, admitted);
   }
 
   /**
@@ -454,6 +460,7 @@ export class ClusterNode {
           await this.#cluster.requeue(runId);
         }
       } catch (e) {
+        this.#readmitAfterRotation(e);
         this.#log('reconciliation did not settle the run now', {
           run: runId,
           code: isLoopxError(e) ? e.code : 'internal',

@@ -13,7 +13,8 @@
  *      admitted while `rotating`);
  *   3. supersedes the original service when the root's previous reference still reaches it (its
  *      writers are refused there, in its database);
- *   4. admits writers (`active`) and records the reference in the root's configuration.
+ *   4. records the reference and the rotated installation in the root's configuration, then admits
+ *      writers (`active`).
  * Interrupted, it is run again and resumes at the step it reached (each step reads back first).
  *
  * The same holds for the schema a Goal chose for its work alone (`goal create --work-provider`):
@@ -93,6 +94,8 @@ interface RotationTarget {
   rebind(reference: string): void;
   /** The root's target only: records the rotated installation as the one the root is bound to. */
   bind?(rotated: PgAdmission): void;
+  /** The root's target only: the installation the root is bound to now (undefined: none recorded). */
+  readonly binding?: PgAdmission;
 }
 
 /** What `loopx db rotate` would do, bound by `digest`. */
@@ -176,6 +179,9 @@ async function targetOf(root: string, goalId?: string): Promise<RotationTarget> 
       database_url: config.database_url,
       rebind: (reference) => bindReference(root, reference),
       bind: (rotated) => bindInstallation(root, rotated),
+      ...((config as { installation?: PgAdmission }).installation === undefined
+        ? {}
+        : { binding: (config as { installation?: PgAdmission }).installation }),
     };
   };
   if (goalId === undefined) return rootTarget();
@@ -249,6 +255,10 @@ async function planFor(target: RotationTarget, reference: string | undefined): P
     const v = await installationOf(db);
     const heads = await workOwner.workStoreHeads(db);
     if (v.state === 'superseded') throw supersededHere(target);
+    // A server holding an older installation than the root is bound to (the old primary after a failover) is never
+    // rotated into the root's database: that would abandon everything written on the newer one.
+    const standing = bindingOf(target.binding, v);
+    if (standing === 'older' || standing === 'other') throw olderInstallation(target, standing);
     // A rotation interrupted midway (`rotating`) already re-recorded the server: it resumes with the reference it is given, or the target's.
     const restoreDetected = v.state === 'restored_pending_rotation';
     if (restoreDetected && reference === undefined) throw urlRequired(target);
@@ -344,11 +354,11 @@ export async function rotateStore(
       await rewindWorkMarks(root, target, await workOwner.workStoreHeads(db), access);
       // 3. The original service, when the previous reference still reaches it.
       const original = await fenceOriginal(target, plan, rotated);
-      // 4. Writers admitted; the root (or the Goals' records) bound to the reference it was rotated through.
-      await db.transaction((q) => activateInstallation(q, rotated));
+      // 4. The root (or the Goals' records) bound to the reference it was rotated through and to the rotated
+      // installation — before writers are admitted, so no crash leaves a root admitted on the old one — then writers admitted.
       if (plan.previous_database_url !== null) target.rebind(plan.database_url);
-      // The root bound to the rotated installation: a server still holding the old one (the old primary after a failover) admits none of its writers.
       target.bind?.(rotated);
+      await db.transaction((q) => activateInstallation(q, rotated));
       return {
         goal_id: target.goal_id,
         schema: target.schema,
@@ -405,7 +415,11 @@ async function rewindWorkMarks(
   });
   if (marks.length === 0) return;
   await withAuthority(access, async (authority) => {
-    for (const m of marks) await authority.rewindWorkMark(m);
+    // A mark bound to another lifetime stays as it is (its writers stay refused `goal_identity_mismatch`): a resumed rotation never sticks on it.
+    for (const m of marks)
+      await authority.rewindWorkMark(m).catch((e: unknown) => {
+        if (!isLoopxError(e) || e.code !== 'goal_identity_mismatch') throw e;
+      });
   });
 }
 
@@ -445,6 +459,19 @@ function bindReference(root: string, reference: string): void {
     changes: { [STORE_CONFIG_NAMESPACE]: { ...ns, database_url: reference } },
   });
 }
+
+const olderInstallation = (target: RotationTarget, standing: 'older' | 'other'): LoopxError =>
+  rejected(
+    'db_rotation_older_installation',
+    standing === 'older'
+      ? `Schema ${target.schema} on this server holds an older installation than the root is bound to (an old primary after a failover, or a copy from before a rotation); rotating it would abandon the newer one.`
+      : `Schema ${target.schema} on this server holds another installation of the generation the root is bound to (a copy rotated elsewhere); rotating it would abandon the root's.`,
+    {
+      nextAction:
+        'see which installation the root is bound to, and point the reference at that database: loopx db status',
+      details: { schema: target.schema },
+    },
+  );
 
 const notOnPostgres = (goalId: string | undefined): LoopxError =>
   usageError(

@@ -67,6 +67,12 @@ export const LIVE_TIMELINE = `CASE WHEN pg_is_in_recovery() THEN (SELECT timelin
     ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint END`;
 
 /**
+ * The restore generation of the schema's installation (0 while it has none), for a component whose
+ * own numbering must move past every earlier incarnation's (the run authority's lease epochs).
+ */
+export const INSTALLATION_GENERATION = `coalesce((SELECT restore_generation FROM loopx_installation), 0)`;
+
+/**
  * The port the server was started on: a postmaster setting, which no session and no startup option
  * can change (a connection through a proxy sees the server's, not the proxy's).
  */
@@ -361,6 +367,10 @@ export async function installationExists(db: PgDatabase): Promise<boolean> {
 }
 
 const admissions = new WeakMap<PgDatabase, Promise<PgAdmission>>();
+/** The admission each database handle holds now, once read (what `forgetAdmission` compares). */
+const held = new WeakMap<PgDatabase, PgAdmission>();
+/** The least restore generation a handle may be admitted at again (`forgetAdmission`: never back). */
+const floors = new WeakMap<PgDatabase, number>();
 
 /**
  * What this process's writers on `db` are admitted under — read once, on first use, and kept
@@ -376,7 +386,9 @@ export function admissionOf(db: PgDatabase): Promise<PgAdmission> {
           if (view === undefined) throw installationMissing(db.schema);
           const admission = { store_identity: view.store_identity, restore_generation: view.restore_generation };
           const refused = bindingRefusal(db, admission);
-          return refused === undefined ? admission : { ...admission, refused };
+          const out = refused === undefined ? admission : { ...admission, refused };
+          held.set(db, out);
+          return out;
         },
         { isolation: 'repeatable read', readOnly: true },
       )
@@ -397,6 +409,7 @@ export function admissionOf(db: PgDatabase): Promise<PgAdmission> {
  * copy rotated elsewhere. A newer one (rotated through another root sharing the schema) is admitted.
  */
 function bindingRefusal(db: PgDatabase, admission: PgAdmission): LoopxError | undefined {
+  if (admission.restore_generation < (floors.get(db) ?? 0)) return storeSuperseded(db.schema);
   switch (bindingOf(db.binding, admission)) {
     case 'older':
       return storeSuperseded(db.schema);
@@ -424,12 +437,19 @@ export function bindingOf(
 }
 
 /**
- * The next write through `db` reads its admission anew. Only for a process whose every authority
- * the rotation revoked (a cluster daemon: its run leases), so nothing it believed it held is
- * written under the new identity without being taken again.
+ * After a write admitted at `refusedGeneration` was refused `store_writer_stale` (the schema was
+ * rotated since): the next write through `db` reads its admission anew — once, however many
+ * writes were refused alike — and is never admitted again at that generation or an older one (a
+ * pool that still reaches the old server after an address moved finds it superseded). Only for a
+ * process whose every authority the rotation revoked (a cluster daemon: its run leases), so
+ * nothing it believed it held is written under the new identity without being taken again.
  */
-export function forgetAdmission(db: PgDatabase): void {
-  admissions.delete(db);
+export function forgetAdmission(db: PgDatabase, refusedGeneration: number): void {
+  if ((floors.get(db) ?? 0) <= refusedGeneration) floors.set(db, refusedGeneration + 1);
+  if (held.get(db)?.restore_generation === refusedGeneration) {
+    admissions.delete(db);
+    held.delete(db);
+  }
 }
 
 /** The first statement of every owner write: the installation checked in the write's own transaction. */
@@ -447,6 +467,7 @@ export function installationRefusal(
   schema: string,
   goalId?: string,
   reference?: string,
+  admitted?: PgAdmission,
 ): LoopxError | undefined {
   switch ((e as { code?: unknown })?.code) {
     case 'LXR01':
@@ -454,7 +475,7 @@ export function installationRefusal(
     case 'LXS01':
       return storeSuperseded(schema);
     case 'LXW01':
-      return writerStale(schema);
+      return writerStale(schema, admitted);
     case 'LXI01':
       return installationMissing(schema);
     default:
@@ -490,13 +511,14 @@ export const storeSuperseded = (schema: string): LoopxError =>
     },
   );
 
-export const writerStale = (schema: string): LoopxError =>
+/** `admitted`: the admission the refused write carried (its generation is in the details: `forgetAdmission`). */
+export const writerStale = (schema: string, admitted?: PgAdmission): LoopxError =>
   rejected(
     'store_writer_stale',
     `Schema ${schema} was rotated after this process first used it; its writes are no longer admitted.`,
     {
       nextAction: 'start the process again (it is admitted under the rotated identity)',
-      details: { schema },
+      details: admitted === undefined ? { schema } : { schema, admitted_generation: admitted.restore_generation },
     },
   );
 

@@ -77,7 +77,7 @@ describePg('a PostgreSQL root at the documented limits', () => {
               w.send(line);
             };
             for (let n = 0; n < each && already + i * each + n < FULL; n++)
-              send(`op cap-${i}-${n} update t${i + 1} note ${n}`);
+              send(`op cap-${i}-${n} update t${i + 1} ${n}`);
             while (sent.length > 0) {
               const line = sent.shift()!;
               const answer = await w.next();

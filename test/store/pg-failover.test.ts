@@ -123,7 +123,7 @@ async function until(what: string, ok: () => boolean): Promise<void> {
     const writer = new PgWriter(root, 'launch', env);
     expect(await writer.next()).toEqual({ ready: true });
     const ops = Array.from({ length: 40 }, (_, i) => `fo-${i + 1}`);
-    for (const op of ops) writer.send(`op ${op} update t2 note ${op}`);
+    for (const op of ops) writer.send(`op ${op} update t2 ${op}`);
     for (let i = 0; i < 3; i++) answers.set(ops[i]!, await writer.next());
     primary.stop('immediate');
     for (const op of ops.slice(3)) answers.set(op, await writer.next());
@@ -158,7 +158,7 @@ async function until(what: string, ok: () => boolean): Promise<void> {
         ['todo', 'update', 't2', '--goal', 'launch', '--note', op, '--operation-id', op, ...at(), '--json'],
         env,
       );
-      expect(again.status, again.stderr).toBe(0);
+      expect(again.status, `${again.stdout}${again.stderr}`).toBe(0);
       expect(['applied', 'already_applied']).toContain(again.json().result);
     }
     Object.assign(process.env, env);
@@ -208,6 +208,10 @@ async function until(what: string, ok: () => boolean): Promise<void> {
     expect((await loopxChild(['db', 'migrate', ...at(), '--json'], onOld)).status).toBe(0);
     const again = await loopxChild(['todo', 'add', '--goal', 'launch', '--title', 'x', ...at(), '--json'], onOld);
     expect(again.json().error.code).toBe('store_superseded');
+    // Rotating it into the root would abandon the promoted server's writes: refused.
+    const rotate = await loopxChild(['db', 'rotate', '--database-url', 'env:LX_FO_NEW', ...at(), '--json'], onOld);
+    expect(rotate.status, rotate.stdout).toBe(3);
+    expect(rotate.json().error.code).toBe('db_rotation_older_installation');
     const status = (await loopxChild(['db', 'status', ...at(), '--json'], onOld)).json();
     expect(status).toMatchObject({ binding: 'older', installation: { state: 'superseded', restore_generation: 0 } });
 

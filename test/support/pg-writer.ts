@@ -2,7 +2,8 @@
  * A long-lived writer of a root on PostgreSQL, for the restore tests (a real process, as an old
  * service's writer is): for each line `add <title>` on stdin it adds a Todo to the Goal named by
  * argv through the runtime and answers one JSON line — `{ "ok": true }` or `{ "ok": false,
- * "code": … }`; `op <operation-id> add <title>` and `op <operation-id> update <todo-id> <note>` do
+ * "code": … }`; `op <operation-id> add <title>` and `op <operation-id> update <todo-id> <note>` (the
+ * note is the rest of the line) do
  * the same under that operation id (a test retries it later). It keeps its pool, and so its
  * admission, for its whole life.
  * Usage: node --import tsx test/support/pg-writer.ts <root> <goal-id>

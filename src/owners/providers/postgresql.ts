@@ -148,6 +148,19 @@ async function migrate(location: ServiceLocation, what: 'root' | 'goal_work'): P
 const sameSchema = (a: ServiceLocation, b: ServiceLocation): boolean =>
   a.database_url === b.database_url && a.schema === b.schema;
 
+/**
+ * A Goal's work store in its root's own schema (a Goal record naming the root's database and
+ * schema, or none) opens with the root's binding: the pool it may be the first to open is the one
+ * every port of the root shares, and must refuse an older installation for all of them.
+ */
+function withRootBinding(root: string, location: PostgresWorkLocation): PostgresWorkLocation {
+  if (location.installation !== undefined) return location;
+  const at = rootStoreLocation(root);
+  return isPostgres(at) && at.installation !== undefined && sameSchema(at, location)
+    ? { ...location, installation: at.installation }
+    : location;
+}
+
 /** The store a Goal's request names; a pending record of the same database and schema keeps its row key. */
 function chooseWork(
   request: WorkChoice,
@@ -234,7 +247,7 @@ export const POSTGRESQL: StoreProvider<PostgresLocation, PostgresWorkLocation> =
     choose: chooseWork,
     ready: (l) => requireSchemaVersion(postgresAt(l), workOwner.WORK_PG_COMPONENT, workOwner.WORK_PG_MIGRATIONS),
     open: (place, o) =>
-      workOwner.openPostgresWorkProvider(postgresAt(place.location), {
+      workOwner.openPostgresWorkProvider(postgresAt(withRootBinding(place.root, place.location)), {
         goal_id: o.goal_id,
         store_key: place.location.store_key,
         create: o.create === true,

@@ -110,6 +110,7 @@ export async function openPostgresWorkProvider(db: PgDatabase, options: PgWorkOp
   const admission = await admissionOf(db);
   const key = options.store_key ?? options.goal_id;
   if (options.create !== false) {
+    assertAdmitted(admission); // a store row is written only where the root's writers are admitted
     const minted = mintIdentity(POSTGRESQL_PROVIDER, options.goal_id);
     await db.query(
       `INSERT INTO work_stores (goal_key, schema, goal_id, store_identity, incarnation, created_at, cursor, provider_revision)
