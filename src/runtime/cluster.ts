@@ -406,7 +406,13 @@ export class ClusterNode {
         const work = await this.#cluster.work(runId);
         if (!work) return;
         const agent = parseAgentDefinition(JSON.parse(work.agent));
-        view = await this.#engine.start(agent, { runId, ...(work.input !== null ? { input: work.input } : {}) });
+        // Another daemon may have started it since the head was read (its commit's answer lost to a cut): driven on as its own.
+        view = await this.#engine
+          .start(agent, { runId, ...(work.input !== null ? { input: work.input } : {}) })
+          .catch((e: unknown) => {
+            if (isLoopxError(e) && e.code === 'run_exists') return this.#engine.resume(runId);
+            throw e;
+          });
       } else {
         view = await this.#engine.resume(runId);
       }
