@@ -122,7 +122,7 @@ async function until(what: string, ok: () => boolean): Promise<void> {
     // A writer commits updates back to back; the primary dies under it.
     const writer = new PgWriter(root, 'launch', env);
     expect(await writer.next()).toEqual({ ready: true });
-    const ops = Array.from({ length: 40 }, (_, i) => `fo-${i + 1}`);
+    const ops = Array.from({ length: 12 }, (_, i) => `fo-${i + 1}`);
     for (const op of ops) writer.send(`op ${op} update t2 ${op}`);
     for (let i = 0; i < 3; i++) answers.set(ops[i]!, await writer.next());
     primary.stop('immediate');
