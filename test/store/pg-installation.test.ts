@@ -14,6 +14,7 @@ import {
   activateInstallation,
   admissionOf,
   admit,
+  forgetAdmission,
   migratePostgres,
   openPostgres,
   readInstallation,
@@ -178,6 +179,32 @@ describePg('the installation fences writers against rotations, on the real serve
     });
     await admin.query(`UPDATE loopx_installation SET server_port = server_port - 1`);
     expect(await codeOf(writer.transaction((q) => admit(q, admission)))).toBe('admitted');
+  });
+
+  it('a handle refused after a rotation reads its admission once more, and never goes back to the refused generation', async () => {
+    const { schema, admin } = await installed();
+    const daemon = connection(schema);
+    const first = await admissionOf(daemon);
+    expect(first.restore_generation).toBe(0);
+    const rotated = await admin.transaction(async (q) => rotateInstallation(q, (await readInstallation(q, true))!));
+    await admin.transaction((q) => activateInstallation(q, rotated));
+    expect(await codeOf(daemon.transaction((q) => admit(q, first)))).toBe('LXW01');
+    // Refused at generation 0: read again, once — at the rotated generation.
+    forgetAdmission(daemon, 0);
+    const again = await admissionOf(daemon);
+    expect(again).toEqual(rotated);
+    forgetAdmission(daemon, 0); // a second write refused at 0 forgets nothing more
+    expect(await admissionOf(daemon)).toBe(again);
+    expect(await codeOf(daemon.transaction((q) => admit(q, again)))).toBe('admitted');
+    // The handle then reaches a server still holding generation 1's predecessor: refused, however it is read.
+    await admin.query(`UPDATE loopx_installation SET store_identity = $1, restore_generation = 0`, [
+      first.store_identity,
+    ]);
+    forgetAdmission(daemon, 1);
+    const back = await admissionOf(daemon);
+    expect(back.restore_generation).toBe(0);
+    expect(back.refused?.code).toBe('store_superseded');
+    expect(await codeOf(daemon.transaction((q) => admit(q, back)))).toBe('store_superseded');
   });
 
   it('a schema of the first installation version keeps its writers after loopx db migrate, and is not taken for a restore', async () => {
