@@ -18,11 +18,11 @@ import { pgRunLeaseFacts, revokeRunLeases } from '../run-authority/index.js';
 import {
   activateInstallation,
   installationMissing,
+  installationView,
   readInstallation,
   rotateInstallation,
   type InstallationView,
   type PgAdmission,
-  type PgDatabase,
 } from '../store/index.js';
 import { openClusterDb, withClusterDb, type ClusterAccess } from './cluster.js';
 
@@ -51,20 +51,10 @@ export interface ClusterRotation {
   readonly released_leases: readonly string[];
 }
 
-const readView = (db: PgDatabase): Promise<InstallationView> =>
-  db.transaction(
-    async (q) => {
-      const v = await readInstallation(q);
-      if (v === undefined) throw installationMissing(db.schema);
-      return v;
-    },
-    { isolation: 'repeatable read', readOnly: true },
-  );
-
 /** `loopx cluster rotate` without `--confirm`: the plan. */
 export function planClusterRotation(a: ClusterAccess): Promise<ClusterRotationPlan> {
   return withClusterDb(a, async (db) => {
-    const v = await readView(db);
+    const v = await installationView(db);
     const live = (await pgRunLeaseFacts(db).unreleased()).filter((l) => l.live).length;
     const body = {
       schema_version: CLUSTER_ROTATION_PLAN_SCHEMA,

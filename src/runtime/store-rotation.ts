@@ -47,6 +47,7 @@ import {
   bindingOf,
   databaseUrlFrom,
   installationMissing,
+  installationView,
   openPostgres,
   readInstallation,
   rotateInstallation,
@@ -179,9 +180,7 @@ async function targetOf(root: string, goalId?: string): Promise<RotationTarget> 
       database_url: config.database_url,
       rebind: (reference) => bindReference(root, reference),
       bind: (rotated) => bindInstallation(root, rotated),
-      ...((config as { installation?: PgAdmission }).installation === undefined
-        ? {}
-        : { binding: (config as { installation?: PgAdmission }).installation }),
+      ...(config.installation === undefined ? {} : { binding: config.installation }),
     };
   };
   if (goalId === undefined) return rootTarget();
@@ -204,18 +203,8 @@ async function targetOf(root: string, goalId?: string): Promise<RotationTarget> 
   };
 }
 
-const installationOf = (db: PgDatabase): Promise<InstallationView> =>
-  db.transaction(
-    async (q) => {
-      const v = await readInstallation(q);
-      if (v === undefined) throw installationMissing(db.schema);
-      return v;
-    },
-    { isolation: 'repeatable read', readOnly: true },
-  );
-
 const statusOf = async (db: PgDatabase): Promise<InstallationStatus> => {
-  const { created_at: _c, rotated_at: _r, superseded_by: _s, ...installation } = await installationOf(db);
+  const { created_at: _c, rotated_at: _r, superseded_by: _s, ...installation } = await installationView(db);
   return installation;
 };
 
@@ -234,7 +223,7 @@ export async function dbStatus(root: string): Promise<DbStatus> {
   if (!isServiceLocation(config))
     return { provider: config.provider, schema: null, installation: null, binding: null, goal_work_schemas };
   const installation = await withDb(config, config.database_url, statusOf);
-  const binding = bindingOf((config as { installation?: PgAdmission }).installation, installation);
+  const binding = bindingOf(config.installation, installation);
   return {
     provider: config.provider,
     schema: config.schema,
@@ -252,7 +241,7 @@ export async function planRotation(root: string, reference?: string, goalId?: st
 async function planFor(target: RotationTarget, reference: string | undefined): Promise<RotationPlan> {
   const bind = reference ?? target.database_url;
   return withDb(target, bind, async (db) => {
-    const v = await installationOf(db);
+    const v = await installationView(db);
     const heads = await workOwner.workStoreHeads(db);
     if (v.state === 'superseded') throw supersededHere(target);
     // A server holding an older installation than the root is bound to (the old primary after a failover) is never
@@ -293,7 +282,7 @@ async function laterWritesOf(
   let original: workOwner.WorkStoreHead[] | 'not_the_original';
   try {
     original = await withDb(target, previous, async (odb) => {
-      const o = await installationOf(odb);
+      const o = await installationView(odb);
       // The original is the installation the copy was taken of: the same identity and generation (superseded or not).
       if (o.store_identity !== copy.store_identity || o.restore_generation !== copy.restore_generation)
         return 'not_the_original' as const;
@@ -377,8 +366,8 @@ export async function rotateStore(
  * The run authority's marks of this root's Goal work stores in the rotated schema, set to the
  * heads the copy has now (after the revocation). A mark ahead of them — the writes the original
  * made after the copy, which the operator abandoned — would otherwise refuse every later writer as
- * `root_rolled_back`. Other users' authorities keep their marks (their writers are refused until
- * they recover the Goal or run the rotation's receipt past their own marks; docs/postgresql.md).
+ * `root_rolled_back`. Other users' authorities keep their marks: their writers of those Goals stay
+ * refused `root_rolled_back` (a rewind for them is not built yet).
  */
 async function rewindWorkMarks(
   root: string,
@@ -388,18 +377,13 @@ async function rewindWorkMarks(
 ): Promise<void> {
   const byKey = new Map(heads.map((h) => [h.store_key, h]));
   const goals = await withRootOwners(root, (owners) => owners.goals.list());
-  const config = await readStoreConfig(root);
-  const rootSchema = isServiceLocation(config) ? config.schema : null;
   const marks = goals.flatMap((goal) => {
-    const recorded = workOwner.readWorkLocation(root, goal.goal_id);
+    // Where the Goal's work lives: its own record, or its root's store (rows keyed by the Goal id).
+    const location = workOwner.goalWorkLocation(root, goal.goal_id);
     const key =
-      recorded === null
-        ? rootSchema === target.schema
-          ? goal.goal_id
-          : undefined
-        : isServiceLocation(recorded) && recorded.schema === target.schema
-          ? (recorded as { store_key?: string }).store_key
-          : undefined;
+      isServiceLocation(location) && location.schema === target.schema
+        ? (location as { store_key?: string }).store_key
+        : undefined;
     const head = key === undefined ? undefined : byKey.get(key);
     return head === undefined || head.goal_id !== goal.goal_id
       ? []

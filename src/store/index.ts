@@ -84,6 +84,7 @@ export {
   installationExists,
   installationMissing,
   installationRefusal,
+  installationView,
   readInstallation,
   rotateInstallation,
   rotationSetting,

@@ -312,6 +312,18 @@ export async function readInstallation(q: PgQuery, lock = false): Promise<Instal
   };
 }
 
+/** The installation and the live server, read in a read-only snapshot of its own (`loopx db status`, a rotation's plan); none is `store_installation_missing`. */
+export function installationView(db: PgDatabase): Promise<InstallationView> {
+  return db.transaction(
+    async (q) => {
+      const v = await readInstallation(q);
+      if (v === undefined) throw installationMissing(db.schema);
+      return v;
+    },
+    { isolation: 'repeatable read', readOnly: true },
+  );
+}
+
 /** In a rotation's transaction: a new identity, the next generation, the live server recorded — `rotating`, admitting only the rotator. */
 export async function rotateInstallation(q: PgQuery, from: PgAdmission): Promise<PgAdmission> {
   const next = { store_identity: mintInstallationIdentity(), restore_generation: from.restore_generation + 1 };

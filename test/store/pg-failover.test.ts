@@ -21,6 +21,7 @@ import { CLI, DATA_HOME, REPO, STATE_HOME, addLaunchTodos, loopxChild, tempRoot 
 import { PgWriter } from '../support/pg-restore.js';
 import { PgServer, canRunServers } from '../support/pg-servers.js';
 
+// Skipped only where no PostgreSQL server binaries (or no `postgres` user) exist; under CI=true that fails instead.
 if (process.env.CI === 'true' && !canRunServers())
   throw new Error('CI=true but this machine cannot start PostgreSQL servers of its own');
 

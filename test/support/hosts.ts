@@ -88,7 +88,8 @@ export interface PrivatePostgres {
   restart(): void;
 }
 
-const freePort = (): Promise<number> =>
+/** A free loopback port (for a server this test starts). */
+export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
@@ -98,7 +99,8 @@ const freePort = (): Promise<number> =>
     });
   });
 
-function binDir(): string {
+/** The machine's PostgreSQL server binaries (the newest major version installed). */
+export function binDir(): string {
   const versions = existsSync('/usr/lib/postgresql')
     ? readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a))
     : [];

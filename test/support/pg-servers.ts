@@ -8,22 +8,13 @@
  * into its original's archive. Everything made here is stopped and removed after the file's tests.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import {
-  appendFileSync,
-  chownSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { appendFileSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll } from 'vitest';
-import { IS_ROOT } from './hosts.js';
+import { IS_ROOT, binDir, freePort } from './hosts.js';
 
 const servers: PgServer[] = [];
 const addresses: ServiceAddress[] = [];
@@ -34,15 +25,6 @@ afterAll(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function binDir(): string {
-  const versions = existsSync('/usr/lib/postgresql')
-    ? readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a))
-    : [];
-  for (const v of versions)
-    if (existsSync(join('/usr/lib/postgresql', v, 'bin', 'initdb'))) return join('/usr/lib/postgresql', v, 'bin');
-  throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql');
-}
-
 /** Whether this machine can run servers of a test's own (the binaries, and a `postgres` user when run as root). */
 export const canRunServers = (): boolean => {
   try {
@@ -52,16 +34,6 @@ export const canRunServers = (): boolean => {
     return false;
   }
 };
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 
 const owner = (): { uid: number; gid: number } => ({
   uid: Number(execFileSync('id', ['-u', 'postgres']).toString().trim()),

@@ -65,6 +65,7 @@ export {
 export {
   assertGoalWorkReady,
   openWork,
+  goalWorkLocation,
   openGoalWork,
   setAsideRetiredWork,
   settleGoalWorkLocation,
