@@ -97,8 +97,8 @@ export const RECEIVER_FENCE_QUESTION_MS = 5_000;
 
 /**
  * Before a work run or a lifecycle change: ask each receiver the Goal delivered to for its lineage's
- * newest fence (`GET <base>/fences?goal_lineage=L`). A receiver holding a fence above this
- * lifetime's generation has seen a later lifetime of the Goal deliver — recovered elsewhere, with an
+ * newest fence (`GET <base>/fences?goal_lineage=L`). A receiver holding a fence of a later
+ * generation than this lifetime's (owners/goal/fence.ts) has seen a later lifetime of the Goal deliver — recovered elsewhere, with an
  * authority this root never saw: the root records its own supersession (once; the lifetime admits no
  * writer from then on) and the writer is refused `goal_lifetime_superseded` before it writes
  * anything. A receiver that does not answer clearly decides nothing here: the fence at the receiver
@@ -123,7 +123,8 @@ export async function askReceiversForNewerLifetime(
   const newer = answers
     .map((a) => (a.status === 'answered' && a.newest_fence !== null ? a.newest_fence : 0))
     .reduce((m, f) => Math.max(m, f), 0);
-  if (newer <= lineage.generation) return;
+  // A newer fence of this same lifetime (a rotated installation's) says nothing of supersession: only a later generation's does.
+  if (goalOwner.fenceGeneration(newer) <= lineage.generation) return;
   owners.goals.recordSuperseded(
     { goal_id: goal.goal_id, goal_instance_id: goal.goal_instance_id },
     { evidence: 'receiver_fence_stale', newest_fence: newer },

@@ -79,12 +79,25 @@ export const goalWorkUnbound = () =>
     },
   );
 
+/** A receiver has seen this Goal deliver through a later installation of its store than the one this process writes through. */
+const installationLeftBehind = (goalId: string) =>
+  rejected(
+    'goal_work_installation_superseded',
+    `A receiver has seen Goal ${goalId} deliver through a rotated installation of its database; this process still writes through the one the root left behind.`,
+    {
+      nextAction: `stop this process and start the work again: loopx work run --goal ${goalId} --agent FILE`,
+      details: { goal_id: goalId },
+    },
+  );
+
 /** The work owner operation that engages a session's writer fence; its receipt holds the fence. */
 export const goalWorkFenceOperation = (sessionId: string) => `session:${sessionId}:fence`;
 
 interface CallContext {
   readonly goalId: string;
   readonly lineage: goalOwner.GoalLineage;
+  /** The fence this call's deliveries carry: the lifetime's generation and the work store's installation (fence.ts). */
+  readonly deliveryFence: number;
   /** The Goal's current lifetime (its `goal_instance_id`): the one that writes at the lineage's generation. */
   readonly lifetimeId: string;
   readonly work: workOwner.WorkOwner;
@@ -121,6 +134,7 @@ async function withCallContext<T>(
       const out = await fn({
         goalId: session.goal_id,
         lineage: goalOwner.lineageOf(goal),
+        deliveryFence: goalOwner.deliveryFence(goalOwner.lineageOf(goal), work.restoreGeneration),
         lifetimeId: goal.goal_instance_id,
         work,
         owners,
@@ -231,7 +245,7 @@ async function describeDelivery(c: CallContext, ctx: ToolContext, message: strin
     idempotency_key,
     intent: effectOwner.webhookIntent(url, body, {
       goal_lineage: c.lineage.lineage_id,
-      fence: c.lineage.generation,
+      fence: c.deliveryFence,
       lifetime: c.lifetimeId,
     }),
   });
@@ -257,15 +271,18 @@ async function describeDelivery(c: CallContext, ctx: ToolContext, message: strin
 }
 
 /**
- * A receiver that refused this lifetime's delivery `fence_stale` with a newer fence of the
- * lifetime's own lineage has seen a later lifetime deliver: evidence that this one was superseded,
- * also when the run authority cannot tell (restored from before the recovery). The root records it
- * in its goal owner — from then on the lifetime admits no writer — and the call ends superseded.
+ * A receiver that refused this lifetime's delivery `fence_stale` with a fence of a later lifetime
+ * of its own lineage has seen that lifetime deliver: evidence that this one was superseded, also
+ * when the run authority cannot tell (restored from before the recovery). The root records it in
+ * its goal owner — from then on the lifetime admits no writer — and the call ends superseded.
+ * A newer fence of this same lifetime was sent through a later installation of the Goal's store (a
+ * rotated PostgreSQL server): this process writes through one the root has left behind. Nothing
+ * is recorded against the lifetime, which lives on there; the call ends `store_superseded`.
  */
 function supersededByReceiver(c: CallContext, receipt: unknown): void {
   const r = receipt as { reason?: unknown; newest_fence?: unknown };
-  if (r.reason !== 'fence_stale' || typeof r.newest_fence !== 'number' || !(r.newest_fence > c.lineage.generation))
-    return;
+  if (r.reason !== 'fence_stale' || typeof r.newest_fence !== 'number' || !(r.newest_fence > c.deliveryFence)) return;
+  if (goalOwner.fenceGeneration(r.newest_fence) <= c.lineage.generation) throw installationLeftBehind(c.goalId);
   c.owners.goals.recordSuperseded(
     { goal_id: c.goalId, goal_instance_id: c.lifetimeId },
     { evidence: 'receiver_fence_stale', newest_fence: r.newest_fence },

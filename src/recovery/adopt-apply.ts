@@ -226,7 +226,7 @@ async function runHostStep(
     goal_id: lifetime.goal_id,
     successor_instance_id: lifetime.successor,
     goal_lineage: lifetime.lineage_id,
-    fence: lifetime.generation,
+    fence: goal.lifetimeFence(lifetime),
     recovery_id: plan.recovery_id,
     successor_root: rootId,
     source_root: host.sourceRoot(join(plan.workspace.path, WORKSPACE_DIR, ARCHIVE_ROOT)),
@@ -237,7 +237,7 @@ async function runHostStep(
   return hostReceipt(step, replayed ? 'already' : 'applied', {
     superseded_instance_id: lifetime.superseded,
     successor_instance_id: lifetime.successor,
-    fence: lifetime.generation,
+    fence: goal.lifetimeFence(lifetime),
   });
 }
 

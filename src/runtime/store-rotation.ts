@@ -14,7 +14,9 @@
  *   3. supersedes the original service when the root's previous reference still reaches it (its
  *      writers are refused there, in its database);
  *   4. records the reference and the rotated installation in the root's configuration, then admits
- *      writers (`active`).
+ *      writers (`active`);
+ *   5. raises, at each receiver the schema's Goals delivered to, the Goal's fence to the rotated
+ *      installation's, so a process left on the superseded one is refused there.
  * Interrupted, it is run again and resumes at the step it reached (each step reads back first).
  *
  * The same holds for the schema a Goal chose for its work alone (`goal create --work-provider`):
@@ -36,6 +38,7 @@ import {
 } from '../core/index.js';
 import {
   config as configOwner,
+  effect as effectOwner,
   goal as goalOwner,
   isServiceLocation,
   sameService,
@@ -148,7 +151,25 @@ export interface RotationResult {
   readonly copy_heads: RotationPlan['copy_heads'];
   /** The original's later work commits the operator abandoned (`--abandon-later-writes`); null when they could not be counted. */
   readonly abandoned_later_writes: number | null;
+  /** Each receiver a Goal of the schema delivered to, and whether it now refuses the superseded installation's deliveries. */
+  readonly receivers: readonly RaisedFence[];
 }
+
+/**
+ * A receiver's fence raised by a rotation: `raised` (it refuses the superseded installation from now
+ * on), `unknown` (it did not answer clearly), `refused` (it follows a later lifetime of the Goal
+ * already), `conflict` (another lifetime of the Goal holds that fence there).
+ */
+export interface RaisedFence {
+  readonly goal_id: string;
+  /** The receiver as the effect journal names it (`webhook:<host>:<port>`; never its path or query). */
+  readonly target: string;
+  readonly fence: number;
+  readonly result: 'raised' | 'unknown' | 'refused' | 'conflict';
+}
+
+/** How long a rotation waits for each receiver to raise its fence. */
+const RECEIVER_FENCE_MS = 5_000;
 
 async function withDb<T>(
   at: { readonly schema: string },
@@ -340,7 +361,8 @@ export async function rotateStore(
       );
       faultPoint('db.rotate.after-revoke');
       // This user's work marks moved to the copy's heads: the confirmed plan makes them the stores' truth.
-      await rewindWorkMarks(root, target, await workOwner.workStoreHeads(db), access);
+      const goals = await goalsIn(root, target, await workOwner.workStoreHeads(db));
+      await rewindWorkMarks(goals, access);
       // 3. The original service, when the previous reference still reaches it.
       const original = await fenceOriginal(target, plan, rotated);
       // 4. The root (or the Goals' records) bound to the reference it was rotated through and to the rotated
@@ -348,6 +370,8 @@ export async function rotateStore(
       if (plan.previous_database_url !== null) target.rebind(plan.database_url);
       target.bind?.(rotated);
       await db.transaction((q) => activateInstallation(q, rotated));
+      // 5. The receivers told of the rotated installation's fence.
+      const receivers = await raiseReceiverFences(root, goals, rotated.restore_generation);
       return {
         goal_id: target.goal_id,
         schema: target.schema,
@@ -357,9 +381,66 @@ export async function rotateStore(
         original,
         copy_heads: plan.copy_heads,
         abandoned_later_writes: later,
+        receivers,
       };
     }),
   );
+}
+
+/** A Goal of this root whose work lives in the rotated schema, and its store's head there. */
+interface GoalInSchema {
+  readonly goal: goalOwner.GoalRecord;
+  readonly head: workOwner.WorkStoreHead;
+}
+
+async function goalsIn(
+  root: string,
+  target: RotationTarget,
+  heads: readonly workOwner.WorkStoreHead[],
+): Promise<GoalInSchema[]> {
+  const byKey = new Map(heads.map((h) => [h.store_key, h]));
+  const goals = await withRootOwners(root, (owners) => owners.goals.list());
+  return goals.flatMap((goal) => {
+    // Where the Goal's work lives: its own record, or its root's store (rows keyed by the Goal id).
+    const location = workOwner.goalWorkLocation(root, goal.goal_id);
+    const key =
+      isServiceLocation(location) && location.schema === target.schema
+        ? (location as { store_key?: string }).store_key
+        : undefined;
+    const head = key === undefined ? undefined : byKey.get(key);
+    return head === undefined || head.goal_id !== goal.goal_id ? [] : [{ goal, head }];
+  });
+}
+
+/**
+ * Each receiver a Goal of the rotated schema delivered to, its fence for the Goal's lineage raised
+ * to the rotated installation's delivery fence (owners/goal/fence.ts), for the Goal's lifetime: a
+ * process left on the superseded installation (an old primary started again) is refused there from
+ * now on, even before the rotated installation's first delivery. A receiver that does not answer
+ * is reported; the rotated installation's first delivery raises its fence as well.
+ */
+async function raiseReceiverFences(
+  root: string,
+  goals: readonly GoalInSchema[],
+  restoreGeneration: number,
+): Promise<RaisedFence[]> {
+  if (goals.length === 0) return [];
+  return withRootOwners(root, async (owners) => {
+    const raised: RaisedFence[] = [];
+    for (const { goal } of goals) {
+      const lineage = goalOwner.lineageOf(goal);
+      const fence = goalOwner.deliveryFence(lineage, restoreGeneration);
+      for (const url of await effectOwner.goalReceivers(owners.effects, goal.goal_id, lineage.lineage_id)) {
+        const r = await effectOwner.advanceReceiverFence(url, lineage.lineage_id, fence, {
+          lifetime: goal.goal_instance_id,
+          timeoutMs: RECEIVER_FENCE_MS,
+        });
+        const result = r.status === 'advanced' || r.status === 'already' ? 'raised' : r.status;
+        raised.push({ goal_id: goal.goal_id, target: effectOwner.webhookTarget(url), fence, result });
+      }
+    }
+    return raised;
+  });
 }
 
 /**
@@ -370,33 +451,16 @@ export async function rotateStore(
  * refused `root_rolled_back` (a rewind for them is not built yet).
  */
 async function rewindWorkMarks(
-  root: string,
-  target: RotationTarget,
-  heads: readonly workOwner.WorkStoreHead[],
+  goals: readonly GoalInSchema[],
   access: { readonly authorityDir?: string },
 ): Promise<void> {
-  const byKey = new Map(heads.map((h) => [h.store_key, h]));
-  const goals = await withRootOwners(root, (owners) => owners.goals.list());
-  const marks = goals.flatMap((goal) => {
-    // Where the Goal's work lives: its own record, or its root's store (rows keyed by the Goal id).
-    const location = workOwner.goalWorkLocation(root, goal.goal_id);
-    const key =
-      isServiceLocation(location) && location.schema === target.schema
-        ? (location as { store_key?: string }).store_key
-        : undefined;
-    const head = key === undefined ? undefined : byKey.get(key);
-    return head === undefined || head.goal_id !== goal.goal_id
-      ? []
-      : [
-          {
-            goal_id: goal.goal_id,
-            goal_instance_id: goal.goal_instance_id,
-            store_identity: head.store_identity,
-            cursor: head.cursor,
-            provider_revision: head.provider_revision,
-          },
-        ];
-  });
+  const marks = goals.map(({ goal, head }) => ({
+    goal_id: goal.goal_id,
+    goal_instance_id: goal.goal_instance_id,
+    store_identity: head.store_identity,
+    cursor: head.cursor,
+    provider_revision: head.provider_revision,
+  }));
   if (marks.length === 0) return;
   await withAuthority(access, async (authority) => {
     // A mark bound to another lifetime stays as it is (its writers stay refused `goal_identity_mismatch`): a resumed rotation never sticks on it.

@@ -1,15 +1,16 @@
 /**
  * Before a work run or a lifecycle change, a root asks each receiver its Goal delivered to for the
- * lineage's newest fence (`GET <base>/fences?goal_lineage=L`). A fence above the lifetime's own
- * generation means a later lifetime (recovered elsewhere) delivered there: the root records its own
+ * lineage's newest fence (`GET <base>/fences?goal_lineage=L`). A fence of a later generation than
+ * the lifetime's own means a later lifetime (recovered elsewhere) delivered there: the root records its own
  * supersession and refuses the writer before it sends or changes anything. Any other answer — the
- * lifetime's own fence, another lineage named back, a malformed body, no answer at all — decides
+ * lifetime's own fence or a newer one of the same lifetime (a rotated store), another lineage named back, a malformed body, no answer at all — decides
  * nothing. In process, on real SQLite owners, the dev receiver and a hand-written loopback receiver.
  */
 import { createServer, type Server } from 'node:http';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
+import { deliveryFence, lifetimeFence } from '../../src/owners/goal/index.js';
 import { effect as effectOwner } from '../../src/owners/index.js';
 import {
   addTodo,
@@ -76,12 +77,21 @@ describe('the question a root asks its receivers before it works a Goal or chang
 
   it('a newer fence at the receiver: a lifecycle change is refused, the supersession recorded, nothing sent', async () => {
     const s = await deliveredTo(sink.deliveriesUrl);
-    expect(await raise(sink, { goal_lineage: s.lineage, fence: 2, lifetime: `ginst_${'ab'.repeat(16)}` })).toBe(200);
+    expect(
+      await raise(sink, {
+        goal_lineage: s.lineage,
+        fence: lifetimeFence({ generation: 2 }),
+        lifetime: `ginst_${'ab'.repeat(16)}`,
+      }),
+    ).toBe(200);
     const attempts = sink.attempts(s.lineage).attempts.length;
     expect(await refusal(transitionGoal(s.root, 'launch', 'pause'))).toBe('goal_lifetime_superseded');
     const goal = await s.goal();
     expect(goal.lifecycle).toBe('active');
-    expect(goal.superseded).toMatchObject({ evidence: 'receiver_fence_stale', newest_fence: 2 });
+    expect(goal.superseded).toMatchObject({
+      evidence: 'receiver_fence_stale',
+      newest_fence: lifetimeFence({ generation: 2 }),
+    });
     // From then on the lifetime admits no writer, and the receiver sees nothing more from it.
     expect(await refusal(s.work('stale news'))).toBe('goal_lifetime_superseded');
     expect(sink.attempts(s.lineage).attempts).toHaveLength(attempts);
@@ -89,16 +99,16 @@ describe('the question a root asks its receivers before it works a Goal or chang
 
   it('a newer fence at the receiver: a work run is refused before its first send', async () => {
     const s = await deliveredTo(sink.deliveriesUrl);
-    expect(await raise(sink, { goal_lineage: s.lineage, fence: 3 })).toBe(200);
+    expect(await raise(sink, { goal_lineage: s.lineage, fence: lifetimeFence({ generation: 3 }) })).toBe(200);
     const attempts = sink.attempts(s.lineage).attempts.length;
     expect(await refusal(s.work('stale news'))).toBe('goal_lifetime_superseded');
     expect(sink.attempts(s.lineage).attempts).toHaveLength(attempts);
-    expect((await s.goal()).superseded).toMatchObject({ newest_fence: 3 });
+    expect((await s.goal()).superseded).toMatchObject({ newest_fence: lifetimeFence({ generation: 3 }) });
   });
 
   it('a receiver the operator retired for the Goal is not asked: its newer fence decides nothing', async () => {
     const s = await deliveredTo(sink.deliveriesUrl);
-    expect(await raise(sink, { goal_lineage: s.lineage, fence: 4 })).toBe(200);
+    expect(await raise(sink, { goal_lineage: s.lineage, fence: lifetimeFence({ generation: 4 }) })).toBe(200);
     await withRootOwners(s.root, (owners) =>
       effectOwner.retireTarget(owners.effects, {
         goal_id: 'launch',
@@ -111,10 +121,14 @@ describe('the question a root asks its receivers before it works a Goal or chang
     expect((await s.goal()).superseded).toBeUndefined();
   });
 
-  it('the lifetime’s own fence, or no receiver answering, decides nothing', async () => {
+  it('the lifetime’s own fence, a newer one of the same lifetime, or no receiver answering, decides nothing', async () => {
     const s = await deliveredTo(sink.deliveriesUrl);
     expect(await refusal(transitionGoal(s.root, 'launch', 'pause'))).toBe('admitted');
     expect(await refusal(transitionGoal(s.root, 'launch', 'resume'))).toBe('admitted');
+    // The same lifetime delivered through a rotated installation of its store: not a later lifetime.
+    expect(await raise(sink, { goal_lineage: s.lineage, fence: deliveryFence({ generation: 1 }, 3) })).toBe(200);
+    expect(await refusal(transitionGoal(s.root, 'launch', 'pause'))).toBe('admitted');
+    expect((await s.goal()).superseded).toBeUndefined();
     const gone = await startWebhookSink({ port: 0 });
     const g = await deliveredTo(gone.deliveriesUrl);
     await gone.close();
@@ -144,11 +158,12 @@ describe('the question a root asks its receivers before it works a Goal or chang
 
     it('another lineage named back, a fence that is not a number, or no lineage at all: admitted, nothing recorded', async () => {
       const s = await deliveredTo(url);
+      const later = lifetimeFence({ generation: 9 });
       for (const a of [
-        () => ({ goal_lineage: 'someone_else', newest_fence: 9, lifetime: null }),
-        (l: string) => ({ goal_lineage: l, newest_fence: '9', lifetime: null }),
-        (l: string) => ({ goal_lineage: l, newest_fence: 9, lifetime: 'not a lifetime' }),
-        () => ({ newest_fence: 9 }),
+        () => ({ goal_lineage: 'someone_else', newest_fence: later, lifetime: null }),
+        (l: string) => ({ goal_lineage: l, newest_fence: String(later), lifetime: null }),
+        (l: string) => ({ goal_lineage: l, newest_fence: later, lifetime: 'not a lifetime' }),
+        () => ({ newest_fence: later }),
       ]) {
         answer = a;
         expect(await refusal(transitionGoal(s.root, 'launch', 'pause'))).toBe('admitted');
@@ -156,7 +171,7 @@ describe('the question a root asks its receivers before it works a Goal or chang
       }
       expect((await s.goal()).superseded).toBeUndefined();
       // The same receiver answering clearly with a newer fence is believed.
-      answer = (l) => ({ goal_lineage: l, newest_fence: 2, lifetime: null });
+      answer = (l) => ({ goal_lineage: l, newest_fence: lifetimeFence({ generation: 2 }), lifetime: null });
       expect(await refusal(transitionGoal(s.root, 'launch', 'pause'))).toBe('goal_lifetime_superseded');
     });
   });

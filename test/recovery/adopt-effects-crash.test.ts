@@ -12,6 +12,7 @@
  * source, workspace, destination and Goal lineage.
  */
 import { join } from 'node:path';
+import { lifetimeFence } from '../../src/owners/goal/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type SinkAttempt, type WebhookSink } from '../../src/dev/index.js';
 import type { EffectRecord } from '../../src/owners/effect/index.js';
@@ -306,7 +307,12 @@ describe('a delivery crashed at each point, then recovered into a new root', () 
       const intent = JSON.parse(call.intent);
       if (r.c.outcome === 'committed')
         expect([r.c.name, intent.duplicate_of]).toEqual([r.c.name, r.source.operation_id]);
-      else expect([r.c.name, intent.delivery_fence?.fence, call.outcome]).toEqual([r.c.name, 2, 'committed']);
+      else
+        expect([r.c.name, intent.delivery_fence?.fence, call.outcome]).toEqual([
+          r.c.name,
+          lifetimeFence({ generation: 2 }),
+          'committed',
+        ]);
     }
   });
 });

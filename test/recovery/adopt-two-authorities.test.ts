@@ -12,6 +12,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
+import { lifetimeFence } from '../../src/owners/goal/index.js';
 import { AFTER_CAPTURE, BEFORE, CONTINUE, agentFile, type Doc, type Step } from './support/adopt.js';
 import { as, effectsOf, newUser, refusedAs, type User } from './support/adopt-users.js';
 
@@ -117,6 +118,9 @@ afterAll(async () => {
   await sink.close();
 });
 
+/** The fence of the recovered lifetime's deliveries (generation 2, a store never rotated). */
+const GENERATION_2 = lifetimeFence({ generation: 2 });
+
 describe('one backup recovered under two run authorities', () => {
   it('the first recovery raises the receiver’s fence for its own lifetime and completes', () => {
     const st = applied.first!;
@@ -128,7 +132,7 @@ describe('one backup recovered under two run authorities', () => {
     });
     return expect(fenceAtReceiver()).resolves.toEqual({
       goal_lineage: lineage,
-      newest_fence: 2,
+      newest_fence: GENERATION_2,
       lifetime: st.goal.new_instance_id,
     });
   });
@@ -162,7 +166,7 @@ describe('one backup recovered under two run authorities', () => {
     // Nothing was raised for it: the receiver still follows the first recovery's lifetime.
     expect(await fenceAtReceiver()).toEqual({
       goal_lineage: lineage,
-      newest_fence: 2,
+      newest_fence: GENERATION_2,
       lifetime: applied.first!.goal.new_instance_id,
     });
   }, 60_000);
@@ -180,7 +184,7 @@ describe('one backup recovered under two run authorities', () => {
     expect(again.holds.map((h: { code: string }) => h.code)).toEqual(['receiver_fence_conflict']);
     expect(await fenceAtReceiver()).toEqual({
       goal_lineage: lineage,
-      newest_fence: 2,
+      newest_fence: GENERATION_2,
       lifetime: applied.first!.goal.new_instance_id,
     });
   }, 120_000);
@@ -214,7 +218,7 @@ describe('one backup recovered under two run authorities', () => {
     const afterCapture = sink.deliveries().slice(storedBefore);
     // Exactly one delivery of the continuation's message, from the first recovery's lifetime at generation 2.
     expect(afterCapture.map((d) => [message(d.body), d.goal_lineage, d.fence, d.lifetime])).toEqual([
-      ['post published', lineage, 2, a],
+      ['post published', lineage, GENERATION_2, a],
     ]);
     expect(sink.deliveries().filter((d) => message(d.body) === 'post published')).toHaveLength(1);
     expect(sink.deliveries().some((d) => d.lifetime === b || message(d.body) === 'recovered twice')).toBe(false);

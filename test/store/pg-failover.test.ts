@@ -6,7 +6,9 @@
  * rotates it (`db rotate`, the original unreachable), then continues: every update whose answer
  * was lost reads back as committed or absent and is applied at most once, and the Goal's work goes
  * on with no delivery made twice. The old primary is started again: a new writer through the root
- * is refused (the root is bound to the rotated installation; `db status` shows it superseded).
+ * is refused (the root is bound to the rotated installation; `db status` shows it superseded), and
+ * the run that was admitted on it before it died, let go on, sends its delivery under its old fence:
+ * the receiver, which has seen the rotated installation's, refuses it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,6 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../../src/dev/index.js';
 import { agentDocument, CONTINUE, type ScriptStep } from '../../src/runtime/drill/definition.js';
+import { deliveryFence } from '../../src/owners/goal/index.js';
 import { openGoalWork } from '../../src/owners/work/index.js';
 import { CLI, DATA_HOME, REPO, STATE_HOME, addLaunchTodos, loopxChild, tempRoot } from '../support/cli.js';
 import { PgWriter } from '../support/pg-restore.js';
@@ -152,6 +155,17 @@ async function until(what: string, ok: () => boolean): Promise<void> {
     );
     expect(rotated.status, rotated.stderr).toBe(0);
     expect(rotated.json()).toMatchObject({ restore_generation: 1, original: 'unreachable' });
+    // The receiver the Goal delivers to now refuses the old installation's fence, before any new delivery.
+    const fence = deliveryFence({ generation: 1 }, 1);
+    expect(rotated.json().receivers).toEqual([
+      { goal_id: 'launch', target: `webhook:127.0.0.1:${sink.port}`, fence, result: 'raised' },
+    ]);
+    const lifetime = (await loopxChild(['goal', 'show', 'launch', ...at(), '--json'], env)).json().goal_instance_id;
+    expect(await (await fetch(`${sink.url}/fences?goal_lineage=${lifetime}`)).json()).toEqual({
+      goal_lineage: lifetime,
+      newest_fence: fence,
+      lifetime,
+    });
 
     // Every update whose answer was lost, asked again: committed (its receipt) or absent (applied now), once.
     for (const op of lost) {
@@ -194,9 +208,6 @@ async function until(what: string, ok: () => boolean): Promise<void> {
     // The draft announcement the dead run had dispatched stays its own (held, never sent by another run); the rest once.
     expect(messages).toEqual(['post published']);
     expect(sink.attempts().counts.duplicate ?? 0).toBe(0);
-    // The run admitted on the old primary is stopped with it, as docs/postgresql.md "After a failover" says.
-    paused.kill('SIGKILL');
-    await pausedExit;
   }, 300_000);
 
   it('the old primary, started again, admits no writer through the root: it is an incarnation the root left behind', async () => {
@@ -216,7 +227,19 @@ async function until(what: string, ok: () => boolean): Promise<void> {
     const status = (await loopxChild(['db', 'status', ...at(), '--json'], onOld)).json();
     expect(status).toMatchObject({ binding: 'older', installation: { state: 'superseded', restore_generation: 0 } });
 
-    // Nothing was delivered from it.
+    // The run admitted on the old primary before it died goes on with it, and sends its delivery
+    // under the fence it was admitted with: the receiver, which has seen the rotated installation's
+    // fence, refuses it. Nothing of it is stored, and the Goal's lifetime is not taken for superseded.
+    const stored = sink.deliveries().length;
+    paused.kill('SIGCONT');
+    await pausedExit;
+    const fromOld = sink.attempts().attempts.filter((a) => a.result !== 'stored');
+    expect(fromOld.map((a) => [a.result, a.fence])).toEqual([['refused_stale_fence', 1]]);
+    expect(sink.deliveries()).toHaveLength(stored);
+    expect(sink.deliveries().map((d) => d.fence)).toEqual([deliveryFence({ generation: 1 }, 1)]);
     expect(sink.attempts().counts.stored ?? 0).toBe(1);
+    // (A lifetime the root had recorded as superseded would refuse this writer.)
+    const added = await loopxChild(['todo', 'add', '--goal', 'launch', '--title', 'after', ...at(), '--json'], env);
+    expect(added.status, added.stderr).toBe(0);
   }, 300_000);
 });

@@ -70,6 +70,14 @@ function installationText(schema: string, i: NonNullable<DbStatus['installation'
   out.line(`  store identity ${i.store_identity}, restore generation ${i.restore_generation}`);
 }
 
+/** What a rotation's raise of a receiver's fence means for deliveries from the superseded installation. */
+const RECEIVER_TEXT: Record<RotationResult['receivers'][number]['result'], string> = {
+  raised: 'refuses deliveries from the superseded installation from now on',
+  unknown: 'did not answer; it refuses the superseded installation once this one delivers there',
+  refused: 'already follows a later lifetime of this Goal',
+  conflict: 'another lifetime of this Goal holds that fence there',
+};
+
 const BINDING_TEXT: Record<Exclude<NonNullable<DbStatus['binding']>, 'bound'>, string> = {
   unbound: 'this root records no installation yet; what to do: loopx db migrate',
   older:
@@ -155,6 +163,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
           out.line(`  ${ORIGINAL_TEXT[d.original]}`);
           if (d.abandoned_later_writes !== null && d.abandoned_later_writes > 0)
             out.line(`  ${d.abandoned_later_writes} later work write(s) of the original were abandoned, as confirmed`);
+          for (const r of d.receivers) out.line(`  Goal ${r.goal_id} at ${r.target}: ${RECEIVER_TEXT[r.result]}`);
         },
       );
     });

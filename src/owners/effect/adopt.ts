@@ -28,7 +28,7 @@ import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { stepReceipt, type AdoptionContext, type AdoptionHold, type OwnerAdoptionStep } from '../adoption-contract.js';
 import { openFileConfigStore } from '../config/index.js';
-import { goalNotFound, lineageOf, openFileGoalStore, type GoalRecord } from '../goal/index.js';
+import { goalNotFound, lifetimeFence, lineageOf, openFileGoalStore, type GoalRecord } from '../goal/index.js';
 import { LAYOUT } from '../layout.js';
 import { MACHINE } from '../contract.js';
 import { rejected } from '../../core/index.js';
@@ -187,7 +187,8 @@ async function askReceiver(
     after.push(d.operation_id);
   }
   ctx.fault('recover.effect:reconcile.fence');
-  const fence = await advanceReceiverFence(url, lineage.lineage_id, lineage.generation, {
+  // The new lifetime's lowest fence: above every fence of the lifetimes before it, at or below each it sends (fence.ts).
+  const fence = await advanceReceiverFence(url, lineage.lineage_id, lifetimeFence(lineage), {
     ...ctx.options,
     lifetime: goal.goal_instance_id,
   });
@@ -290,7 +291,7 @@ const reconcile: OwnerAdoptionStep = {
           by_outcome: counts,
           committed_after_capture: afterCapture.sort(),
           receivers: receivers.map(webhookTarget),
-          fence: lineageOf(goal).generation,
+          fence: lifetimeFence(lineageOf(goal)),
         },
         { holds },
       );

@@ -28,6 +28,7 @@ export {
   mintGoalInstanceId,
   sameGoalRef,
 } from './codec.js';
+export { deliveryFence, fenceGeneration, lifetimeFence } from './fence.js';
 export { DEFAULT_PROJECT, type GoalStoreOptions } from './store.js';
 export { goalNotFound, goalRetired } from './errors.js';
 export { openFileGoalStore } from './file.js';

@@ -201,6 +201,8 @@ export interface WorkOwner {
   storeIdentity(): Promise<WorkStoreIdentity>;
   /** The provider's `admitsWriters` (see contract.ts): a writer's first question. */
   assertWritable(): Promise<void>;
+  /** The provider's `restoreGeneration` (see contract.ts), 0 when it has none. */
+  readonly restoreGeneration: number;
   view(): Promise<WorkView>;
   listTodos(): Promise<Todo[]>;
   getTodo(todoId: string): Promise<Todo | undefined>;

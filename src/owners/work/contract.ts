@@ -178,6 +178,12 @@ export interface WorkProvider {
    * refusal names what the operator must do about the store first.
    */
   admitsWriters?(): Promise<void>;
+  /**
+   * The restore generation of the installation this store's writers were admitted under (one more
+   * for each rotation of a PostgreSQL installation); absent for a store without one (0). A Goal's
+   * delivery fence counts it, so a process left on a superseded installation is refused by receivers.
+   */
+  readonly restoreGeneration?: number;
   load(): Promise<WorkLoad>;
   commit(request: WorkCommitRequest): Promise<WorkCommitResult>;
   readReceipt(operationId: string): Promise<StoredReceipt | undefined>;

@@ -493,6 +493,7 @@ function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity, ad
       if (closed) throw providerClosed();
       return { ...identity };
     },
+    restoreGeneration: admission.restore_generation,
     admitsWriters: async (): Promise<void> => {
       if (closed) throw providerClosed();
       await admitsWriters(db, identity.goal_id, admission);

@@ -54,6 +54,7 @@ export async function openWork(options: WorkOwnerOptions): Promise<WorkOwner> {
     goal_id: core.goalId,
     storeIdentity: () => provider.storeIdentity(),
     assertWritable: async () => provider.admitsWriters?.(),
+    restoreGeneration: provider.restoreGeneration ?? 0,
     view: () => view(core),
     listTodos: async () => [...(await readProjection(core)).p.todos],
     getTodo: async (id) => (await readProjection(core)).p.todos.find((t) => t.todo_id === id),
