@@ -8,6 +8,7 @@ import type {
   HandoffMode,
   Lease,
   LeaseAuthorization,
+  MovedTo,
   Todo,
   TodoStatus,
   WorkEvent,
@@ -112,6 +113,16 @@ export interface RevokeAuthorityRequest extends WriteOptions {
 }
 
 /**
+ * `moveOut`: the last transaction of this store, whose Goal work continues in `to` (a move between
+ * providers): every active lease released, the writer fence replaced, and the store marked moved —
+ * from then on every write is refused `work_store_moved`; receipts and history stay readable.
+ */
+export interface MoveOutRequest extends WriteOptions {
+  readonly move_id: string;
+  readonly to: { readonly provider: string; readonly store_identity: string };
+}
+
+/**
  * `importLineage`: the recovered history to import, and what the audit binds it to: the recovery workspace's copy of the source work.db with its
  * export's header line, or — for a Goal captured from a database service — the component's
  * retained-prefix export records alone (its whole state).
@@ -162,6 +173,8 @@ export interface WorkView {
   /** The fence epoch (the token itself is only ever returned to its engager). */
   readonly fence_epoch: number | null;
   readonly todos: readonly Todo[];
+  /** Present once the Goal's work moved to another store: this one takes no write. */
+  readonly moved_to?: MovedTo;
 }
 
 export interface LeaseStatus {
@@ -226,6 +239,8 @@ export interface WorkOwner {
    * transaction. Refused with `work_nothing_to_revoke` when there is none.
    */
   revokeAuthority(request: RevokeAuthorityRequest): Promise<WorkOperationResult>;
+  /** See `MoveOutRequest`. The same request again is a readback. */
+  moveOut(request: MoveOutRequest): Promise<WorkOperationResult>;
   readReceipt(operationId: string): Promise<ReceiptReadback | undefined>;
   /** Committed transactions with cursor > afterCursor, contiguous, at most `limit` (1..1000). */
   history(afterCursor: number, limit: number): Promise<WorkHistoryPage>;

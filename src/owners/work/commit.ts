@@ -14,7 +14,7 @@ import { outcomeUnproved } from '../port.js';
 import { operationIdentityMismatch } from '../refusals.js';
 import type { JsonValue, WorkCommitResult, WorkLoad, WorkProvider, WorkStoreIdentity } from './contract.js';
 import { fenceOf } from './encoding.js';
-import { protocolViolation } from './errors.js';
+import { protocolViolation, workStoreMoved } from './errors.js';
 import {
   LEASE_OPERATIONS,
   MAX_ATTEMPTS,
@@ -119,7 +119,9 @@ const writerFenced = (token: FenceToken, currentEpoch: number | null) =>
 
 const isWriterFenced = (e: unknown): boolean => (e as { code?: unknown })?.code === 'writer_fenced';
 
+/** A store whose work moved takes no write (a write that landed before the move still replays its receipt). */
 function checkFence(p: WorkProjection, token: FenceToken | undefined): void {
+  if (p.moved_to !== undefined) throw workStoreMoved(p.goal_id, p.moved_to);
   if (token === undefined) return;
   if (p.fence === null || p.fence.fence_id !== token.fence_id || p.fence.epoch !== token.epoch)
     throw writerFenced(token, p.fence?.epoch ?? null);

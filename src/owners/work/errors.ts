@@ -22,6 +22,17 @@ export const workEventInvalid = (why: string, details?: Record<string, unknown>)
     ...(details ? { details } : {}),
   });
 
+/** A write to a store whose Goal work moved to another (`move_out`): it takes no write from then on. */
+export const workStoreMoved = (goalId: string, movedTo: { readonly provider: string }): LoopxError =>
+  conflict(
+    'work_store_moved',
+    `Goal ${goalId}'s work moved to another store (${movedTo.provider}); this one takes no more writes.`,
+    {
+      nextAction: `work with the Goal where it continues, through its root: loopx todo list --goal ${goalId}`,
+      details: { goal_id: goalId, provider: movedTo.provider },
+    },
+  );
+
 /** A copy of work.db that cannot be read (not a regular file, unreadable, not openable). */
 export const workDbUnreadable = (why: string, cause?: unknown): LoopxError =>
   rejected('work_db_unreadable', `The work database copy cannot be read: ${why}.`, {

@@ -92,6 +92,7 @@ export type {
   LeaseProof,
   LeaseStatus,
   ReceiptReadback,
+  MoveOutRequest,
   ReleaseLeaseRequest,
   RenewLeaseRequest,
   SetHandoffModeRequest,

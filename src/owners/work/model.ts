@@ -70,6 +70,15 @@ export interface WorkProjection {
   /** In creation order. */
   readonly todos: readonly Todo[];
   readonly updated_at: string | null;
+  /** Present once the Goal's work moved to another store (`move_out`): this store takes no write from then on. */
+  readonly moved_to?: MovedTo;
+}
+
+/** Where a store's Goal work went (`store_moved`): the move, and the store that continues it. */
+export interface MovedTo {
+  readonly move_id: string;
+  readonly provider: string;
+  readonly store_identity: string;
 }
 
 export type TodoChange =
@@ -88,6 +97,8 @@ export type WorkEvent =
   | { readonly type: 'todo_changed'; readonly change: TodoChange; readonly todo: Todo }
   | { readonly type: 'handoff_mode_set'; readonly handoff_mode: HandoffMode }
   | { readonly type: 'fence_engaged'; readonly fence: FenceRecord }
+  /** The last transaction of a store whose Goal work moved to another: it takes no write from then on. */
+  | { readonly type: 'store_moved'; readonly moved_to: MovedTo }
   /**
    * The first transaction of a store recovered from another: the source's Todos as the new
    * lifetime's state (leases retired, claims cleared), its Todo counter and handoff mode. Only on
@@ -123,6 +134,7 @@ export const WORK_OPERATIONS = [
   'engage_fence',
   'adopt_recovered_state',
   'revoke_authority',
+  'move_out',
 ] as const;
 export type WorkOperation = (typeof WORK_OPERATIONS)[number];
 
@@ -169,8 +181,9 @@ export const initialProjection = (goalId: string): WorkProjection => ({
 /** The next projection after one committed transaction. Throws `work_event_invalid` on an event that does not fit. */
 export function applyTransaction(p: WorkProjection, events: readonly WorkEvent[], committedAt: string): WorkProjection {
   let todos = p.todos;
-  let { handoff_mode, fence, todo_seq } = p;
+  let { handoff_mode, fence, todo_seq, moved_to } = p;
   for (const e of events) {
+    if (moved_to !== undefined) throw eventInvalid('the store’s work moved to another store; it takes no more events');
     switch (e.type) {
       case 'todo_added':
         if (todos.some((t) => t.todo_id === e.todo.todo_id))
@@ -189,6 +202,9 @@ export function applyTransaction(p: WorkProjection, events: readonly WorkEvent[]
         break;
       case 'fence_engaged':
         fence = e.fence;
+        break;
+      case 'store_moved':
+        moved_to = e.moved_to;
         break;
       case 'state_adopted':
         if (p.authority_revision !== 0 || todos.length > 0)
@@ -211,6 +227,7 @@ export function applyTransaction(p: WorkProjection, events: readonly WorkEvent[]
     todo_seq,
     todos,
     updated_at: committedAt,
+    ...(moved_to === undefined ? {} : { moved_to }),
   };
 }
 
@@ -298,6 +315,7 @@ export function projectionProblem(v: unknown, goalId?: string): string | undefin
   if (!(HANDOFF_MODES as readonly unknown[]).includes(v.handoff_mode)) return 'head handoff mode is unknown';
   if (v.fence !== null && (!isObj(v.fence) || !isStr(v.fence.fence_id) || !isNat(v.fence.epoch)))
     return 'head fence is malformed';
+  if (v.moved_to !== undefined && movedProblem(v.moved_to)) return 'head moved_to is malformed';
   if (!Array.isArray(v.todos)) return 'head Todos are not a list';
   for (const t of v.todos) {
     const tp = todoProblem(t);
@@ -330,6 +348,9 @@ export function eventsProblem(v: unknown): string | undefined {
         if (!isObj(e.fence) || !isStr(e.fence.fence_id) || !isNat(e.fence.epoch) || !isStr(e.fence.engaged_at))
           return 'fence_engaged is malformed';
         break;
+      case 'store_moved':
+        if (movedProblem(e.moved_to)) return 'store_moved is malformed';
+        break;
       case 'state_adopted': {
         const problem = adoptedProblem(e);
         if (problem) return problem;
@@ -341,6 +362,9 @@ export function eventsProblem(v: unknown): string | undefined {
   }
   return undefined;
 }
+
+const movedProblem = (v: unknown): boolean =>
+  !isObj(v) || !isStr(v.move_id) || !isStr(v.provider) || !isStr(v.store_identity) || Object.keys(v).length !== 3;
 
 function adoptedProblem(e: Record<string, unknown>): string | undefined {
   const from = e.from;

@@ -22,6 +22,7 @@ export async function view(core: WorkCore): Promise<WorkView> {
     handoff_mode: p.handoff_mode,
     fence_epoch: p.fence?.epoch ?? null,
     todos: p.todos,
+    ...(p.moved_to === undefined ? {} : { moved_to: p.moved_to }),
   };
 }
 

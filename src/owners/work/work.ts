@@ -28,7 +28,7 @@ import { goalNotFound } from '../goal/index.js';
 import { LAYOUT } from '../layout.js';
 import { adoptRecoveredState, importLineage } from './adopt.js';
 import { readProjection, type WorkCore } from './commit.js';
-import { engageFence, revokeAuthority, setHandoffMode } from './handoff.js';
+import { engageFence, moveOut, revokeAuthority, setHandoffMode } from './handoff.js';
 import { acquireLease, leaseStatus, releaseLease, renewLease, transferLease } from './leases.js';
 import { history, iterateHistory, readReceipt, view } from './reads.js';
 import { exportRetainedPrefix } from './retained-prefix.js';
@@ -71,6 +71,7 @@ export async function openWork(options: WorkOwnerOptions): Promise<WorkOwner> {
     setHandoffMode: (r) => setHandoffMode(core, r),
     engageFence: (r) => engageFence(core, r),
     revokeAuthority: (r) => revokeAuthority(core, r),
+    moveOut: (r) => moveOut(core, r),
     readReceipt: (operationId) => readReceipt(core, operationId),
     history: (afterCursor, limit) => history(core, afterCursor, limit),
     iterateHistory: (afterCursor, pageSize) => iterateHistory(core, afterCursor, pageSize),
