@@ -193,6 +193,12 @@ export interface WorkProvider {
   importLineage(request: LineageImportRequest): Promise<LineageImportResult>;
   /** The imported lineages, in import order. */
   lineage(): Promise<LineageRecord[]>;
+  /**
+   * One imported lineage's rows with cursor > afterCursor, in cursor order, at most `limit`
+   * (1..MAX_SCAN_LIMIT), as stored (events and receipt as canonical JSON): what a move of the
+   * Goal's work to another store carries on. An unknown lineage has no rows.
+   */
+  scanLineage(sourceStoreIdentity: string, afterCursor: number, limit: number): Promise<StoredCommitText[]>;
   /** Releases the store; later reads reject and commits fail with `provider_closed`. Idempotent. */
   close(): void;
 }

@@ -116,6 +116,18 @@ export function memoryWorkProvider(options: MemoryWorkOptions): WorkProvider {
       open();
       return state.lineage.map((l) => ({ ...l }));
     },
+    scanLineage: async (source: string, afterCursor: number, limit: number): Promise<StoredCommitText[]> => {
+      open();
+      assertScanArguments(afterCursor, limit);
+      const l = state.lineage.find((x) => x.source_store_identity === source);
+      if (l === undefined) return [];
+      // A lineage's rows carry its incarnation in their revisions (`<incarnation>:<cursor>`).
+      return [...state.lineageRows.values()]
+        .filter((r) => r.provider_revision.startsWith(`${l.source_incarnation}:`) && r.cursor > afterCursor)
+        .sort((a, b) => a.cursor - b.cursor)
+        .slice(0, limit)
+        .map((r) => ({ ...r }));
+    },
     close() {
       closed = true;
     },

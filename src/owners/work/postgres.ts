@@ -28,7 +28,7 @@
  * closed on metadata of another Goal, a foreign incarnation or a head that disagrees with its
  * commits. The database handle is the caller's: `close()` releases this provider, not the pool.
  */
-import { isLoopxError, type LoopxError } from '../../core/index.js';
+import { canonicalJson, isLoopxError, type LoopxError } from '../../core/index.js';
 import {
   INSTALLATION_COMPONENT,
   INSTALLATION_MIGRATIONS,
@@ -60,6 +60,7 @@ import {
   type LineageImportResult,
   type LineageRecord,
   type ScanPage,
+  type StoredCommitText,
   type StoredReceipt,
   type WorkCommitRequest,
   type WorkCommitResult,
@@ -536,6 +537,22 @@ function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity, ad
           decodeLineage,
         ),
       ),
+    scanLineage: (source: string, afterCursor: number, limit: number): Promise<StoredCommitText[]> => {
+      assertScanArguments(afterCursor, limit);
+      return read(async (q) =>
+        (
+          await q(
+            `SELECT ${COMMIT_COLUMNS} FROM work_lineage_commits
+             WHERE goal_key = $1 AND source_store_identity = $2 AND cursor > $3 ORDER BY cursor LIMIT $4`,
+            [key, source, afterCursor, limit],
+          )
+        ).map((r) => {
+          const t = decodeCommit(r);
+          // jsonb keeps no key order: the canonical form is the text the lineage was imported as.
+          return { ...t, events: canonicalJson(t.events), receipt: canonicalJson(t.receipt) };
+        }),
+      );
+    },
     close() {
       closed = true;
     },

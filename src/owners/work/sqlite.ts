@@ -42,6 +42,7 @@ import {
   type LineageImportResult,
   type LineageRecord,
   type ScanPage,
+  type StoredCommitText,
   type StoredReceipt,
   type WorkCommitRequest,
   type WorkCommitResult,
@@ -211,6 +212,9 @@ function prepare(db: SqliteDatabase) {
       'SELECT cursor, provider_revision, operation_id, request_digest, receipt FROM lineage_commits WHERE operation_id = ?',
     ),
     lineage: db.prepare('SELECT * FROM lineage ORDER BY rowid'),
+    lineageRows: db.prepare(
+      'SELECT cursor, provider_revision, operation_id, request_digest, events, receipt FROM lineage_commits WHERE source_store_identity = ? AND cursor > ? ORDER BY cursor LIMIT ?',
+    ),
     lineageOf: db.prepare('SELECT * FROM lineage WHERE source_store_identity = ?'),
     insertLineage: db.prepare(
       'INSERT INTO lineage (source_store_identity, source_incarnation, source_head_cursor, source_provider_revision, source_projection, recovery_id, content_digest, imported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -379,6 +383,16 @@ function sqliteProvider(db: SqliteDatabase, identity: WorkStoreIdentity): WorkPr
     importLineage: async (request: LineageImportRequest): Promise<LineageImportResult> =>
       closed ? { status: 'failed', code: 'provider_closed' } : importLineageOnce(q, request),
     lineage: (): Promise<LineageRecord[]> => read(() => q.lineage.all() as LineageRecord[]),
+    async scanLineage(source: string, afterCursor: number, limit: number): Promise<StoredCommitText[]> {
+      assertScanArguments(afterCursor, limit);
+      return read(() =>
+        (q.lineageRows.all(source, afterCursor, limit) as RawCommitRow[]).map((r) => ({
+          ...r,
+          events: String(r.events),
+          receipt: String(r.receipt),
+        })),
+      );
+    },
     close() {
       if (closed) return;
       closed = true;

@@ -58,6 +58,7 @@ const forward = (p: WorkProvider): WorkProvider => ({
   commit: (r) => p.commit(r),
   readReceipt: (id) => p.readReceipt(id),
   scanCommitted: (a, l) => p.scanCommitted(a, l),
+  scanLineage: (s, a, l) => p.scanLineage(s, a, l),
   importLineage: (r) => p.importLineage(r),
   lineage: () => p.lineage(),
   close: () => p.close(),
@@ -456,6 +457,29 @@ function describeLineage(make: WorkProviderFactory): void {
       reason: 'store_not_empty',
     });
     expect(await p.lineage()).toEqual([]);
+    p.close();
+  });
+
+  it('holds two lineages imported one after the other, and scans each back as imported, in pages', async () => {
+    const h = make();
+    const p = await h.open();
+    const second = { source_store_identity: 'postgresql:' + 'f'.repeat(32), source_incarnation: 'e'.repeat(32) };
+    const secondRows = lineageRows(4, 'next').map((r) => ({
+      ...r,
+      provider_revision: `${second.source_incarnation}:${r.cursor}`,
+    }));
+    expect((await p.importLineage({ lineage: lineageOf(3), rows: lineageRows(3) })).status).toBe('applied');
+    const l2 = lineageOf(4, { ...second, source_provider_revision: `${second.source_incarnation}:4` });
+    expect((await p.importLineage({ lineage: l2, rows: secondRows })).status).toBe('applied');
+    expect((await p.lineage()).map((l) => l.source_store_identity)).toEqual([
+      'sqlite:' + 'b'.repeat(32),
+      second.source_store_identity,
+    ]);
+    expect(await p.scanLineage('sqlite:' + 'b'.repeat(32), 0, 1000)).toEqual(lineageRows(3));
+    expect(await p.scanLineage(second.source_store_identity, 1, 2)).toEqual(secondRows.slice(1, 3));
+    expect(await p.scanLineage(second.source_store_identity, 4, 10)).toEqual([]);
+    expect(await p.scanLineage('sqlite:' + '0'.repeat(32), 0, 10)).toEqual([]);
+    expect((await p.readReceipt('next-4'))?.provider_revision).toBe(`${second.source_incarnation}:4`);
     p.close();
   });
 }

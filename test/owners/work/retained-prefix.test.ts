@@ -172,6 +172,7 @@ describe('retained-prefix damage, one finding per defect', () => {
       readReceipt: (id) => inner.readReceipt(id),
       importLineage: (r) => inner.importLineage(r),
       lineage: () => inner.lineage(),
+      scanLineage: (s, a, l) => inner.scanLineage(s, a, l),
       scanCommitted: async (a, l) => {
         if (!wrote) {
           wrote = true;

@@ -383,6 +383,7 @@ const wrap = (p: WorkProvider, over: Partial<WorkProvider>): WorkProvider => ({
   readReceipt: (id) => p.readReceipt(id),
   importLineage: (r) => p.importLineage(r),
   lineage: () => p.lineage(),
+  scanLineage: (s, a, l) => p.scanLineage(s, a, l),
   scanCommitted: (a, l) => p.scanCommitted(a, l),
   close: () => p.close(),
   ...over,
