@@ -466,6 +466,26 @@ async function admitsWriters(db: PgDatabase, goalId: string, admission: PgAdmiss
   }
 }
 
+/** One imported lineage's rows after `afterCursor`, as imported. */
+async function scanLineagePage(
+  q: PgQuery,
+  key: string,
+  source: string,
+  afterCursor: number,
+  limit: number,
+): Promise<StoredCommitText[]> {
+  const rows = await q(
+    `SELECT ${COMMIT_COLUMNS} FROM work_lineage_commits
+     WHERE goal_key = $1 AND source_store_identity = $2 AND cursor > $3 ORDER BY cursor LIMIT $4`,
+    [key, source, afterCursor, limit],
+  );
+  return rows.map((r) => {
+    const t = decodeCommit(r);
+    // jsonb keeps no key order: the canonical form is the text the lineage was imported as.
+    return { ...t, events: canonicalJson(t.events), receipt: canonicalJson(t.receipt) };
+  });
+}
+
 function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity, admission: PgAdmission): WorkProvider {
   let closed = false;
   /** One read transaction (a snapshot) of this store, whose row must still be the one opened. */
@@ -539,19 +559,7 @@ function pgProvider(db: PgDatabase, key: string, identity: WorkStoreIdentity, ad
       ),
     scanLineage: (source: string, afterCursor: number, limit: number): Promise<StoredCommitText[]> => {
       assertScanArguments(afterCursor, limit);
-      return read(async (q) =>
-        (
-          await q(
-            `SELECT ${COMMIT_COLUMNS} FROM work_lineage_commits
-             WHERE goal_key = $1 AND source_store_identity = $2 AND cursor > $3 ORDER BY cursor LIMIT $4`,
-            [key, source, afterCursor, limit],
-          )
-        ).map((r) => {
-          const t = decodeCommit(r);
-          // jsonb keeps no key order: the canonical form is the text the lineage was imported as.
-          return { ...t, events: canonicalJson(t.events), receipt: canonicalJson(t.receipt) };
-        }),
-      );
+      return read((q) => scanLineagePage(q, key, source, afterCursor, limit));
     },
     close() {
       closed = true;
