@@ -2,7 +2,7 @@
  * The work owner's live API: its requests, results and the `WorkOwner` interface (what each
  * operation guarantees is in work.ts's header). Types only.
  */
-import type { LineageRecord, WorkProvider, WorkStoreIdentity } from './contract.js';
+import type { LineageRecord, StoredCommitText, WorkProvider, WorkStoreIdentity } from './contract.js';
 import type {
   FenceToken,
   HandoffMode,
@@ -148,6 +148,20 @@ export interface AdoptStateRequest {
   /** The recovery's idempotency key for this action. */
   readonly operation_id: string;
   readonly recovery_id: string;
+  /** A move's only (`importMovedWork`): the installations the lifetime's work went through before this store. */
+  readonly installation_base?: number;
+}
+
+/**
+ * `importMovedWork`: the Goal's work of `source` — a store its move marked moved out to this one
+ * (`moveOut`, the same `move_id`) — as this new store's: every lineage the source holds and the
+ * source's own history imported as read-only history (receipts read back as the originals), then
+ * its head's Todos as this store's first transaction, under `operation_id`.
+ */
+export interface ImportMovedWorkRequest {
+  readonly operation_id: string;
+  readonly move_id: string;
+  readonly source: WorkOwner;
 }
 
 export interface WorkOperationResult {
@@ -175,6 +189,8 @@ export interface WorkView {
   readonly todos: readonly Todo[];
   /** Present once the Goal's work moved to another store: this one takes no write. */
   readonly moved_to?: MovedTo;
+  /** The installations the lifetime's work went through before this store (0 unless it was moved in). */
+  readonly installation_base: number;
 }
 
 export interface LeaseStatus {
@@ -255,8 +271,14 @@ export interface WorkOwner {
   ): Promise<{ readonly result: 'applied' | 'already'; readonly lineage: LineageRecord }>;
   /** Adoption (`rebind`): the recovered Todos as this store's first transaction, its receipt naming the recovery. */
   adoptRecoveredState(request: AdoptStateRequest): Promise<WorkOperationResult>;
-  /** The histories this store holds from earlier lifetimes. */
+  /** The histories this store holds from earlier lifetimes or stores. */
   lineage(): Promise<LineageRecord[]>;
+  /** One held lineage's rows, as imported, in cursor order (streaming). */
+  lineageRows(sourceStoreIdentity: string): AsyncGenerator<StoredCommitText, void, undefined>;
+  /** See `ImportMovedWorkRequest`. The same request again is its readback. */
+  importMovedWork(request: ImportMovedWorkRequest): Promise<WorkOperationResult>;
+  /** The installation count a delivery fence takes for this store: the provider's restore generation plus the store's base. */
+  deliveryIncarnation(): Promise<number>;
   close(): void;
 }
 

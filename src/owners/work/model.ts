@@ -72,6 +72,11 @@ export interface WorkProjection {
   readonly updated_at: string | null;
   /** Present once the Goal's work moved to another store (`move_out`): this store takes no write from then on. */
   readonly moved_to?: MovedTo;
+  /**
+   * Present on a store the Goal's work moved into: how many installations the lifetime's work went
+   * through before this store (the delivery fence counts them, owners/goal/fence.ts). Absent: 0.
+   */
+  readonly installation_base?: number;
 }
 
 /** Where a store's Goal work went (`store_moved`): the move, and the store that continues it. */
@@ -110,6 +115,8 @@ export type WorkEvent =
       readonly todos: readonly Todo[];
       readonly todo_seq: number;
       readonly handoff_mode: HandoffMode;
+      /** A move's (not a recovery's): the installations the lifetime's work went through before this store. */
+      readonly installation_base?: number;
     };
 
 /** Where an adopted state came from: the source store's head, and the recovery that adopted it. */
@@ -181,7 +188,7 @@ export const initialProjection = (goalId: string): WorkProjection => ({
 /** The next projection after one committed transaction. Throws `work_event_invalid` on an event that does not fit. */
 export function applyTransaction(p: WorkProjection, events: readonly WorkEvent[], committedAt: string): WorkProjection {
   let todos = p.todos;
-  let { handoff_mode, fence, todo_seq, moved_to } = p;
+  let { handoff_mode, fence, todo_seq, moved_to, installation_base } = p;
   for (const e of events) {
     if (moved_to !== undefined) throw eventInvalid('the store’s work moved to another store; it takes no more events');
     switch (e.type) {
@@ -213,6 +220,7 @@ export function applyTransaction(p: WorkProjection, events: readonly WorkEvent[]
         todo_seq = e.todo_seq;
         handoff_mode = e.handoff_mode;
         fence = null;
+        installation_base = e.installation_base;
         break;
       default:
         throw eventInvalid(`unknown event type ${JSON.stringify((e as { type?: unknown }).type)}`);
@@ -228,6 +236,7 @@ export function applyTransaction(p: WorkProjection, events: readonly WorkEvent[]
     todos,
     updated_at: committedAt,
     ...(moved_to === undefined ? {} : { moved_to }),
+    ...(installation_base === undefined ? {} : { installation_base }),
   };
 }
 
@@ -316,6 +325,7 @@ export function projectionProblem(v: unknown, goalId?: string): string | undefin
   if (v.fence !== null && (!isObj(v.fence) || !isStr(v.fence.fence_id) || !isNat(v.fence.epoch)))
     return 'head fence is malformed';
   if (v.moved_to !== undefined && movedProblem(v.moved_to)) return 'head moved_to is malformed';
+  if (v.installation_base !== undefined && !isNat(v.installation_base)) return 'head installation_base is malformed';
   if (!Array.isArray(v.todos)) return 'head Todos are not a list';
   for (const t of v.todos) {
     const tp = todoProblem(t);
@@ -379,6 +389,7 @@ function adoptedProblem(e: Record<string, unknown>): string | undefined {
   }
   if (!isNat(e.todo_seq) || !(HANDOFF_MODES as readonly unknown[]).includes(e.handoff_mode) || !Array.isArray(e.todos))
     return 'state_adopted is malformed';
+  if (e.installation_base !== undefined && !isNat(e.installation_base)) return 'state_adopted is malformed';
   for (const t of e.todos) {
     const p = todoProblem(t);
     if (p) return p;

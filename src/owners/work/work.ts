@@ -29,6 +29,7 @@ import { LAYOUT } from '../layout.js';
 import { adoptRecoveredState, importLineage } from './adopt.js';
 import { readProjection, type WorkCore } from './commit.js';
 import { engageFence, moveOut, revokeAuthority, setHandoffMode } from './handoff.js';
+import { deliveryIncarnation, importMovedWork, lineageRows } from './move.js';
 import { acquireLease, leaseStatus, releaseLease, renewLease, transferLease } from './leases.js';
 import { history, iterateHistory, readReceipt, view } from './reads.js';
 import { exportRetainedPrefix } from './retained-prefix.js';
@@ -80,6 +81,9 @@ export async function openWork(options: WorkOwnerOptions): Promise<WorkOwner> {
     importLineage: (r) => importLineage(core, r),
     adoptRecoveredState: (r) => adoptRecoveredState(core, r),
     lineage: () => provider.lineage(),
+    lineageRows: (source) => lineageRows(core, source),
+    importMovedWork: (r) => importMovedWork(core, r),
+    deliveryIncarnation: () => deliveryIncarnation(core, () => view(core)),
     close: () => provider.close(),
   };
 }
