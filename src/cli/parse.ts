@@ -26,8 +26,8 @@ export interface StoreChoiceOptions {
  * `urlRequired`.
  */
 export function parseStoreChoice(
-  flag: '--store' | '--work-provider',
-  command: 'init' | 'goal create',
+  flag: '--store' | '--work-provider' | '--to',
+  command: 'init' | 'goal create' | 'goal move-work',
   provider: string | undefined,
   o: StoreChoiceOptions,
   urlRequired: boolean,

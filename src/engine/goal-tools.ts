@@ -134,7 +134,7 @@ async function withCallContext<T>(
       const out = await fn({
         goalId: session.goal_id,
         lineage: goalOwner.lineageOf(goal),
-        deliveryFence: goalOwner.deliveryFence(goalOwner.lineageOf(goal), work.restoreGeneration),
+        deliveryFence: goalOwner.deliveryFence(goalOwner.lineageOf(goal), await work.deliveryIncarnation()),
         lifetimeId: goal.goal_instance_id,
         work,
         owners,

@@ -208,6 +208,14 @@ export {
   type RotationResult,
 } from './store-rotation.js';
 export {
+  applyWorkMove,
+  planWorkMove,
+  WORK_MOVE_PLAN_SCHEMA,
+  type WorkMovePlan,
+  type WorkMoveResult,
+} from './work-move.js';
+export type { RaisedFence } from './receiver-fences.js';
+export {
   chooseStore,
   describeStore,
   isServiceStore,

@@ -38,7 +38,6 @@ import {
 } from '../core/index.js';
 import {
   config as configOwner,
-  effect as effectOwner,
   goal as goalOwner,
   isServiceLocation,
   sameService,
@@ -61,6 +60,7 @@ import {
   type PgDatabase,
 } from '../store/index.js';
 import { withAdmission } from './admission.js';
+import { raiseReceiverFences, type RaisedFence } from './receiver-fences.js';
 import { withAuthority, withRootOwners } from './root.js';
 import { bindInstallation, goalWorkSchemas, readStoreConfig } from './store-config.js';
 
@@ -154,22 +154,6 @@ export interface RotationResult {
   /** Each receiver a Goal of the schema delivered to, and whether it now refuses the superseded installation's deliveries. */
   readonly receivers: readonly RaisedFence[];
 }
-
-/**
- * A receiver's fence raised by a rotation: `raised` (it refuses the superseded installation from now
- * on), `unknown` (it did not answer clearly), `refused` (it follows a later lifetime of the Goal
- * already), `conflict` (another lifetime of the Goal holds that fence there).
- */
-export interface RaisedFence {
-  readonly goal_id: string;
-  /** The receiver as the effect journal names it (`webhook:<host>:<port>`; never its path or query). */
-  readonly target: string;
-  readonly fence: number;
-  readonly result: 'raised' | 'unknown' | 'refused' | 'conflict';
-}
-
-/** How long a rotation waits for each receiver to raise its fence. */
-const RECEIVER_FENCE_MS = 5_000;
 
 async function withDb<T>(
   at: { readonly schema: string },
@@ -371,7 +355,10 @@ export async function rotateStore(
       target.bind?.(rotated);
       await db.transaction((q) => activateInstallation(q, rotated));
       // 5. The receivers told of the rotated installation's fence.
-      const receivers = await raiseReceiverFences(root, goals, rotated.restore_generation);
+      const receivers = await raiseReceiverFences(
+        root,
+        goals.map((g) => g.goal.goal_id),
+      );
       return {
         goal_id: target.goal_id,
         schema: target.schema,
@@ -409,37 +396,6 @@ async function goalsIn(
         : undefined;
     const head = key === undefined ? undefined : byKey.get(key);
     return head === undefined || head.goal_id !== goal.goal_id ? [] : [{ goal, head }];
-  });
-}
-
-/**
- * Each receiver a Goal of the rotated schema delivered to, its fence for the Goal's lineage raised
- * to the rotated installation's delivery fence (owners/goal/fence.ts), for the Goal's lifetime: a
- * process left on the superseded installation (an old primary started again) is refused there from
- * now on, even before the rotated installation's first delivery. A receiver that does not answer
- * is reported; the rotated installation's first delivery raises its fence as well.
- */
-async function raiseReceiverFences(
-  root: string,
-  goals: readonly GoalInSchema[],
-  restoreGeneration: number,
-): Promise<RaisedFence[]> {
-  if (goals.length === 0) return [];
-  return withRootOwners(root, async (owners) => {
-    const raised: RaisedFence[] = [];
-    for (const { goal } of goals) {
-      const lineage = goalOwner.lineageOf(goal);
-      const fence = goalOwner.deliveryFence(lineage, restoreGeneration);
-      for (const url of await effectOwner.goalReceivers(owners.effects, goal.goal_id, lineage.lineage_id)) {
-        const r = await effectOwner.advanceReceiverFence(url, lineage.lineage_id, fence, {
-          lifetime: goal.goal_instance_id,
-          timeoutMs: RECEIVER_FENCE_MS,
-        });
-        const result = r.status === 'advanced' || r.status === 'already' ? 'raised' : r.status;
-        raised.push({ goal_id: goal.goal_id, target: effectOwner.webhookTarget(url), fence, result });
-      }
-    }
-    return raised;
   });
 }
 

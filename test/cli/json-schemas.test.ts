@@ -43,6 +43,8 @@ const exercised = new Set<string>();
 /** A document too costly to produce twice is validated by its own test file (the drill runs for a minute). */
 const EXERCISED_ELSEWHERE: Readonly<Record<string, string>> = {
   'recover-drill.schema.json': 'test/recovery/drill.test.ts',
+  'work-move-plan.schema.json': 'test/cli/goal-move-work.test.ts',
+  'work-move.schema.json': 'test/cli/goal-move-work.test.ts',
   'daemon-recovery.schema.json': 'test/daemon/recoveries.test.ts',
   'daemon-run.schema.json': 'test/daemon/run-actions.test.ts',
   'daemon-goal.schema.json': 'test/daemon/goal-page.test.ts',

@@ -13,6 +13,7 @@ import {
   type Runtime,
 } from '../context.js';
 import { parseStoreChoice } from '../parse.js';
+import { registerMoveWork } from './goal-move.js';
 
 type Supersession = NonNullable<Awaited<ReturnType<typeof showGoal>>['superseded_by']>;
 
@@ -116,6 +117,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
       });
     });
   registerShow(goal, globals);
+  registerMoveWork(goal, globals);
 }
 
 /** `goal show <goal-id>`: the Goal with its Todo counts, and — for a lifetime a recovery superseded — where it continues. */

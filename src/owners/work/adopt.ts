@@ -32,7 +32,7 @@ const lineageRefused = (code: 'work_lineage_mismatch', why: string) =>
   });
 
 /** This store has work of its own: history is imported, and a recovered state adopted, only into a new store. */
-const storeNotEmpty = (details?: Record<string, unknown>) =>
+export const storeNotEmpty = (details?: Record<string, unknown>) =>
   conflict(
     'work_lineage_store_not_empty',
     'This work store already has work of its own; a recovered Goal is adopted only into a new store.',

@@ -21,6 +21,7 @@ import {
   ensurePrivateDir,
   readRegularFileOnce,
   rejected,
+  usageError,
   writeFileDurable,
   type LoopxError,
 } from '../../core/index.js';
@@ -48,6 +49,14 @@ export const workProviderChangeRefused = (goalId: string, have: GoalWorkLocation
       nextAction: 'keep the Goal where it is; create the other store for a new Goal id',
       details: { goal_id: goalId, provider: have.provider },
     },
+  );
+
+/** A move of a Goal's work to where it is already. */
+export const workMoveSameStore = (goalId: string, have: GoalWorkLocation): LoopxError =>
+  usageError(
+    'work_move_same_store',
+    `Goal ${goalId} keeps its work in ${describeLocation(have)} already.`,
+    'name another provider: loopx goal move-work --help',
   );
 
 function decode(goalId: string, bytes: Uint8Array): GoalWorkLocation {

@@ -16,7 +16,7 @@
  * Every step is idempotent: run again, it reads back what it did.
  */
 import { conflict } from '../../core/index.js';
-import { importLineage, adoptRecoveredState } from './adopt.js';
+import { importLineage, adoptRecoveredState, storeNotEmpty } from './adopt.js';
 import { MAX_SCAN_LIMIT, type LineageImportResult, type StoredCommitText } from './contract.js';
 import type { WorkCore } from './commit.js';
 import { verifyRetainedPrefix } from './retained-prefix.js';
@@ -64,10 +64,7 @@ export async function importMovedWork(core: WorkCore, r: ImportMovedWorkRequest)
     if (outcome.status === 'ambiguous')
       outcome = await core.provider.importLineage({ lineage, rows: await collect(source, l.source_store_identity) });
     if (outcome.status !== 'applied' && outcome.status !== 'already')
-      throw conflict('work_lineage_store_not_empty', 'The destination store cannot take the source’s history.', {
-        nextAction: 'move the Goal’s work into a new, empty store',
-        details: { outcome: outcome.status, ...('reason' in outcome ? { reason: outcome.reason } : {}) },
-      });
+      throw storeNotEmpty({ outcome: outcome.status, ...('reason' in outcome ? { reason: outcome.reason } : {}) });
   }
   // 2. The source's own history, ending in the move: its export, verified whole and bound to its seal.
   const ex = await source.exportRetainedPrefix();

@@ -39,6 +39,7 @@ import { rootStoreLocation } from '../root-store-location.js';
 import {
   readWorkLocation,
   removeWorkLocation,
+  workMoveSameStore,
   workProviderChangeRefused,
   writeWorkLocation,
   type GoalWorkLocation,
@@ -179,11 +180,15 @@ export async function assertGoalWorkReady(location: GoalWorkLocation): Promise<v
  * either way.
  */
 export async function openGoalWork(options: OpenGoalWorkOptions): Promise<WorkOwner> {
+  return openWorkAt(options, goalWorkLocation(options.root, options.goal_id));
+}
+
+/** The work owner of a Goal on the store at `location`, whatever the Goal's record names (a move's source and destination). */
+export async function openWorkAt(options: OpenGoalWorkOptions, location: GoalWorkLocation): Promise<WorkOwner> {
   const path = join(options.root, LAYOUT.workDb(options.goal_id));
   if (!existsSync(dirname(path))) {
     throw goalNotFound(options.goal_id);
   }
-  const location = goalWorkLocation(options.root, options.goal_id);
   const provider = await providerOf(location).work.open(
     { root: options.root, goal_id: options.goal_id, location },
     {
@@ -212,6 +217,34 @@ export async function openGoalWork(options: OpenGoalWorkOptions): Promise<WorkOw
  * work); a service's store keeps its rows under its row key and the Goal is given a fresh row key,
  * recorded here. Idempotent: nothing to set aside is a no-op (a create interrupted after the move).
  */
+/**
+ * Where a move of a Goal's work to `request` would put it (`loopx goal move-work`): the location
+ * its provider's row chooses (on a service, a fresh row key), and whether that is the root's own
+ * place for Goal work (then the Goal needs no record of it). Refused `work_move_same_store` when
+ * the request names where the Goal's work is already. Writes nothing.
+ */
+export function moveDestination(
+  root: string,
+  goalId: string,
+  request: WorkProviderRequest,
+): { readonly location: GoalWorkLocation; readonly asRoot: boolean } {
+  const have = goalWorkLocation(root, goalId);
+  if (answers(have, request)) throw workMoveSameStore(goalId, have);
+  const location = resolveRequest(root, goalId, request, null);
+  return { location, asRoot: sameLocation(location, rootWorkLocation(root, goalId)) };
+}
+
+/** Before a move's destination store is made: a store left at that place (an earlier move's source) is set aside under `moveId`. */
+export function setAsideForMove(root: string, goalId: string, location: GoalWorkLocation, moveId: string): void {
+  providerOf(location).work.setAside({ root, goal_id: goalId, location }, `move-${moveId.slice(0, 32)}`);
+}
+
+/** The Goal's work now lives at `location` (the last step of a move): recorded, or the record removed for the root's own place. */
+export function recordMovedWork(root: string, goalId: string, location: GoalWorkLocation): void {
+  if (sameLocation(location, rootWorkLocation(root, goalId))) removeWorkLocation(root, goalId);
+  else writeWorkLocation(root, goalId, location);
+}
+
 export function setAsideRetiredWork(root: string, goalId: string, retiredInstanceId: string): void {
   const location = goalWorkLocation(root, goalId);
   const next = providerOf(location).work.setAside(
