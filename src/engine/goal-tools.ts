@@ -126,6 +126,9 @@ async function withCallContext<T>(
     const work = await workOwner.openGoalWork({ root, goal_id: session.goal_id });
     try {
       await observeGoalWork(guard, goal, work);
+      // A store the Goal's work moved out of delivers nothing more either (its writes are refused by the owner).
+      const head = await work.view();
+      if (head.moved_to !== undefined) throw workOwner.workStoreMoved(goal.goal_id, head.moved_to);
       const fence = (await work.readReceipt(goalWorkFenceOperation(session.session_id)))?.receipt.fence;
       if (!fence)
         throw rejected('goal_work_unfenced', 'The session holds no writer fence on the Goal work store.', {
@@ -134,7 +137,10 @@ async function withCallContext<T>(
       const out = await fn({
         goalId: session.goal_id,
         lineage: goalOwner.lineageOf(goal),
-        deliveryFence: goalOwner.deliveryFence(goalOwner.lineageOf(goal), await work.deliveryIncarnation()),
+        deliveryFence: goalOwner.deliveryFence(
+          goalOwner.lineageOf(goal),
+          work.restoreGeneration + head.installation_base,
+        ),
         lifetimeId: goal.goal_instance_id,
         work,
         owners,

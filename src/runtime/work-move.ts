@@ -13,8 +13,9 @@
  *   2. the source's last transaction marks it moved to the new store (leases released, fence
  *      replaced): every writer of the source is refused `work_store_moved` from then on;
  *   3. the new store imports the source's lineages and history and adopts its head;
- *   4. each receiver the Goal delivered to has its fence raised to the new store's;
- *   5. the Goal's record names the new store; the journal is removed; admission reopens.
+ *   4. the Goal's record names the new store (a SQLite source is set aside as history);
+ *   5. each receiver the Goal delivered to has its fence raised to the new store's; the journal is
+ *      removed; admission reopens.
  *
  * Interrupted, the same command with the same digest resumes from the journal: each step reads
  * back what it did. A failed step leaves the source as it was until step 2, and the Goal's work
@@ -46,7 +47,7 @@ import {
 } from '../owners/index.js';
 import { closeAdmission } from './admission.js';
 import { raiseReceiverFences, type RaisedFence } from './receiver-fences.js';
-import { withRootOwners } from './root.js';
+import { withAuthority, withRootOwners } from './root.js';
 
 export const WORK_MOVE_PLAN_SCHEMA = 'loopx_work_move_plan_v0';
 const JOURNAL_SCHEMA = 'loopx_work_move_journal_v0';
@@ -131,6 +132,16 @@ const schemaRequired = (): LoopxError =>
     'name a migrated schema: loopx goal move-work --help',
   );
 
+const tooLarge = (goalId: string, cursor: number): LoopxError =>
+  rejected(
+    'work_move_too_large',
+    `Goal ${goalId}'s work has ${cursor} transactions; a move carries at most ${workOwner.MAX_RETAINED_TRANSACTIONS - 1}.`,
+    {
+      nextAction: 'keep the Goal where it is; start a new Goal for further work',
+      details: { goal_id: goalId, cursor },
+    },
+  );
+
 const journalInvalid = (goalId: string): LoopxError =>
   rejected('work_move_journal_invalid', `The journal of Goal ${goalId}'s work move cannot be read.`, {
     nextAction: "restore the Goal's directory from a backup",
@@ -172,6 +183,8 @@ export async function planWorkMove(root: string, goalId: string, request: WorkMo
   const work = await workOwner.openGoalWork({ root, goal_id: goalId });
   try {
     const view = await work.view();
+    // The source's history, with the move's own last transaction, travels as one verified export.
+    if (view.cursor + 1 > workOwner.MAX_RETAINED_TRANSACTIONS) throw tooLarge(goalId, view.cursor);
     const lineages = await work.lineage();
     const d = location as { database_url?: string; schema?: string };
     const body = {
@@ -208,6 +221,7 @@ export async function applyWorkMove(
   goalId: string,
   request: WorkMoveRequest,
   confirm: string,
+  access: { readonly authorityDir?: string } = {},
 ): Promise<WorkMoveResult> {
   const wanted = workOwner.goalWorkLocation(root, goalId);
   const gate = await closeAdmission(root, { timeoutMs: DRAIN_MS });
@@ -216,7 +230,7 @@ export async function applyWorkMove(
     if (journal !== undefined && journal.digest !== confirm) throw moveInProgress(goalId, journal);
     if (!gate.drained) throw writersBusy(goalId, journal?.destination ?? wanted);
     if (journal === undefined) journal = await begin(root, goalId, request, confirm);
-    return await carryOut(root, goalId, journal);
+    return await carryOut(root, goalId, journal, access);
   } finally {
     gate.release();
   }
@@ -242,11 +256,19 @@ async function begin(root: string, goalId: string, request: WorkMoveRequest, con
 }
 
 /** Steps 2–5, each reading back what an interrupted run did. */
-async function carryOut(root: string, goalId: string, j: Journal): Promise<WorkMoveResult> {
+async function carryOut(
+  root: string,
+  goalId: string,
+  j: Journal,
+  access: { readonly authorityDir?: string },
+): Promise<WorkMoveResult> {
   const at = { root, goal_id: goalId };
-  const recorded = canonicalJson(workOwner.goalWorkLocation(root, goalId)) === canonicalJson(j.destination);
-  // Until the Goal's record names the new store, the source is where the work is: fenced, then carried over.
-  if (!recorded) await carryOver(root, goalId, j);
+  // Until the new store has adopted the source's head, the source is where the work is: fenced, then carried
+  // over. (Decided by the new store's own receipt, never by comparing records: a set-aside source is not opened.)
+  if (!(await adopted(root, goalId, j))) await carryOver(root, goalId, j, access);
+  if (canonicalJson(workOwner.goalWorkLocation(root, goalId)) !== canonicalJson(j.destination))
+    workOwner.recordMovedWork(root, goalId, j.destination);
+  faultPoint('work.move.after-record');
   // A source in the root's files is kept aside as history (a later move there starts on a store of its own).
   if (inRoot(j.source)) workOwner.setAsideForMove(root, goalId, j.source, j.move_id);
   faultPoint('work.move.after-set-aside');
@@ -273,8 +295,26 @@ async function carryOut(root: string, goalId: string, j: Journal): Promise<WorkM
   }
 }
 
-/** Steps 2–3 and the record: the source fenced, its work imported by the new store, the Goal's record moved. */
-async function carryOver(root: string, goalId: string, j: Journal): Promise<void> {
+/** Whether the move's destination has adopted the source's head (its `move:<id>:in` receipt). */
+async function adopted(root: string, goalId: string, j: Journal): Promise<boolean> {
+  const destination = await workOwner.openWorkAt({ root, goal_id: goalId, create: true }, j.destination);
+  try {
+    return (await destination.readReceipt(`move:${j.move_id}:in`)) !== undefined;
+  } finally {
+    destination.close();
+  }
+}
+
+/**
+ * Steps 2–3: the source fenced — and this user's run authority told of its moved head, so a copy
+ * of the root from before the move is refused `root_rolled_back` — and its work imported by the new store.
+ */
+async function carryOver(
+  root: string,
+  goalId: string,
+  j: Journal,
+  access: { readonly authorityDir?: string },
+): Promise<void> {
   const at = { root, goal_id: goalId };
   const destination = await workOwner.openWorkAt({ ...at, create: true }, j.destination);
   try {
@@ -286,11 +326,21 @@ async function carryOver(root: string, goalId: string, j: Journal): Promise<void
         move_id: j.move_id,
         to: { provider: j.destination.provider, store_identity: into.store_identity },
       });
+      const moved = await source.view();
+      const goal = await withRootOwners(root, (owners) => owners.goals.get(goalId));
+      if (goal !== undefined)
+        await withAuthority(access, (authority) =>
+          authority.observeWorkHead({
+            goal_id: goalId,
+            goal_instance_id: goal.goal_instance_id,
+            store_identity: moved.store_identity,
+            cursor: moved.cursor,
+            provider_revision: moved.provider_revision,
+          }),
+        );
       faultPoint('work.move.after-out');
       await destination.importMovedWork({ operation_id: `move:${j.move_id}:in`, move_id: j.move_id, source });
       faultPoint('work.move.after-import');
-      workOwner.recordMovedWork(root, goalId, j.destination);
-      faultPoint('work.move.after-record');
     } finally {
       source.close();
     }

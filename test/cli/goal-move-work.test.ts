@@ -177,6 +177,13 @@ describePg('a Goal’s work moved from PostgreSQL to SQLite and back', () => {
     expect(other.json().error).toMatchObject({ code: 'work_move_in_progress' });
     expect(other.json().error.next_action).toContain(`--confirm ${plan.digest}`);
 
+    // Interrupted again, after the SQLite store was set aside: finished without opening it again.
+    const again = await loopxAsync(['goal', 'move-work', 'launch', ...toPg(), '--confirm', plan.digest, ...at], {
+      ...env,
+      LOOPX_TEST_FAULT: 'work.move.after-set-aside',
+    });
+    expect(again.status).not.toBe(0);
+    expect(existsSync(join(root, 'goals', 'launch', 'work.db'))).toBe(false);
     const finished = await move([...toPg(), '--confirm', plan.digest]);
     expect(finished.status, finished.stderr).toBe(0);
     expect(finished.json().receivers[0]).toMatchObject({
@@ -207,6 +214,24 @@ describePg('a Goal’s work moved from PostgreSQL to SQLite and back', () => {
     expect(stale.status).toBe(409);
     expect(((await stale.json()) as { error: string }).error).toBe('fence_stale');
   }, 120_000);
+
+  it('a rotation of the schema afterwards passes over the store the work moved out of', async () => {
+    const preview = await loopxAsync(['db', 'rotate', '--goal', 'launch', '--database-url', REF, ...at], env);
+    expect(preview.status, preview.stderr).toBe(0);
+    const rotated = await loopxAsync(
+      ['db', 'rotate', '--goal', 'launch', '--database-url', REF, '--confirm', preview.json().digest, ...at],
+      env,
+    );
+    expect(rotated.status, rotated.stderr).toBe(0);
+    // Two stores of the Goal in the schema: the first one, moved out (its fence replaced by the move), grants
+    // nothing and is left as it is; the live one, adopted afresh, holds no lease or fence yet.
+    expect(rotated.json().revoked).toEqual([
+      { goal_id: 'launch', active_leases: 0, fenced: false, result: 'none' },
+      { goal_id: 'launch', active_leases: 0, fenced: false, result: 'none' },
+    ]);
+    const after = await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', 'After the rotation', ...at], env);
+    expect(after.status, after.stderr).toBe(0);
+  });
 
   it('refuses a move to where the work is already', async () => {
     for (const to of [toPg(), ['--to', 'postgresql', '--database-url', REF]]) {

@@ -54,7 +54,8 @@ export function registerMoveWork(goal: Command, globals: () => GlobalOptions): v
         });
         return;
       }
-      emit(g, await applyWorkMove(root, goalId, request, o.confirm), (r, out) => {
+      const access = g.authorityDir !== undefined ? { authorityDir: g.authorityDir } : {};
+      emit(g, await applyWorkMove(root, goalId, request, o.confirm, access), (r, out) => {
         out.line(`Goal ${r.goal_id}'s work moved to ${r.destination.provider} (${r.destination.store_identity})`);
         out.line(`  ${r.receipts} receipt(s) read back there; the ${r.source.provider} store takes no more writes`);
         for (const f of r.receivers) out.line(`  Goal ${f.goal_id} at ${f.target}: fence ${f.result}`);

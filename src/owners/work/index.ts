@@ -140,3 +140,4 @@ export {
 export { hasErrors as workFindingsHaveErrors, type WorkFinding, type WorkFindingCode } from './findings.js';
 export { adoptionSteps } from './adopt-steps.js';
 export { dropLineageCommit, markWorkStoreNewer } from './drill-faults.js';
+export { workStoreMoved } from './errors.js';

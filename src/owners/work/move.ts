@@ -16,6 +16,7 @@
  * Every step is idempotent: run again, it reads back what it did.
  */
 import { conflict } from '../../core/index.js';
+import { protocolViolation } from './errors.js';
 import { importLineage, adoptRecoveredState, storeNotEmpty } from './adopt.js';
 import { MAX_SCAN_LIMIT, type LineageImportResult, type StoredCommitText } from './contract.js';
 import type { WorkCore } from './commit.js';
@@ -69,10 +70,12 @@ export async function importMovedWork(core: WorkCore, r: ImportMovedWorkRequest)
   // 2. The source's own history, ending in the move: its export, verified whole and bound to its seal.
   const ex = await source.exportRetainedPrefix();
   const sealed = verifyRetainedPrefix(ex.records, { goal_id: core.goalId });
+  if (!sealed.ok || sealed.archive_sha256 === null)
+    throw protocolViolation('the moved store’s history does not verify', { findings: sealed.findings.length });
   await importLineage(core, {
     recovery_id: r.move_id,
     export_records: ex.records,
-    content_digest: sealed.archive_sha256 ?? '',
+    content_digest: sealed.archive_sha256,
   });
   // 3. Its head's Todos as this store's first transaction; the fence counts the installations before it.
   const base = Math.max(0, (await source.deliveryIncarnation()) + 1 - (core.provider.restoreGeneration ?? 0));

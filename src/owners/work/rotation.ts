@@ -10,6 +10,7 @@ import { leaseAuthorization } from './model.js';
 import { listPostgresWorkStores, openPostgresWorkProvider } from './postgres.js';
 import { WORK_PG_COMPONENT, WORK_PG_MIGRATIONS } from './sql.js';
 import { openWork } from './work.js';
+import type { WorkView } from './api.js';
 
 /** What one Goal's work store grants a writer now. */
 export interface GrantedAuthority {
@@ -37,13 +38,21 @@ async function withEachStore<T>(
 }
 
 /** Every Goal's granted authority in the schema behind `db`, in store order. */
+/** What a store's state grants a writer: nothing once its work moved out (its leases were released; it takes no write). */
+const granting = (v: WorkView, now: Date): { active_leases: number; fenced: boolean } =>
+  v.moved_to !== undefined
+    ? { active_leases: 0, fenced: false }
+    : {
+        active_leases: v.todos.filter((t) => leaseAuthorization(t.lease, now) === 'active').length,
+        fenced: v.fence_epoch !== null,
+      };
+
 export function grantedAuthority(db: PgDatabase, now: Date = new Date()): Promise<GrantedAuthority[]> {
   return withEachStore(db, async (work) => {
     const v = await work.view();
     return {
       goal_id: v.goal_id,
-      active_leases: v.todos.filter((t) => leaseAuthorization(t.lease, now) === 'active').length,
-      fenced: v.fence_epoch !== null,
+      ...granting(v, now),
     };
   });
 }
@@ -59,8 +68,7 @@ export function revokeGrantedAuthority(
     const v = await work.view();
     const granted = {
       goal_id: v.goal_id,
-      active_leases: v.todos.filter((t) => leaseAuthorization(t.lease, new Date()) === 'active').length,
-      fenced: v.fence_epoch !== null,
+      ...granting(v, new Date()),
     };
     if (prior !== undefined) return { ...granted, result: 'already' as const };
     if (granted.active_leases === 0 && !granted.fenced) return { ...granted, result: 'none' as const };
