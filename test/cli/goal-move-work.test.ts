@@ -9,7 +9,8 @@
  * delivered to refuses the old store's fence. Interrupted after the source was fenced, the same
  * command resumes and finishes.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -158,6 +159,9 @@ describePg('a Goal’s work moved from PostgreSQL to SQLite and back', () => {
     // From a root on SQLite, a move to PostgreSQL names its schema (else each preview would choose a new one).
     const unnamed = await move(['--to', 'postgresql', '--database-url', REF]);
     expect([unnamed.status, unnamed.json().error.code]).toEqual([2, 'work_move_schema_required']);
+    // A copy of the Goal's directory from before the move (its SQLite store not yet moved out).
+    const saved = join(mkdtempSync(join(tmpdir(), 'loopx-move-saved-')), 'launch');
+    cpSync(join(root, 'goals', 'launch'), saved, { recursive: true });
     const plan = (await move(toPg())).json();
     expect(plan).toMatchObject({
       source: { provider: 'sqlite' },
@@ -171,8 +175,14 @@ describePg('a Goal’s work moved from PostgreSQL to SQLite and back', () => {
     expect(crashed.status).not.toBe(0);
     // Half done: the Goal still reads its SQLite store, which takes no write; another digest is refused.
     expect((await loopxAsync(['goal', 'show', 'launch', ...at], env)).json().work_provider).toBe('sqlite');
-    const blocked = await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', 'x', ...at], env);
-    expect(blocked.json().error.code).toBe('work_store_moved');
+    // (In process, so no writer's check moves the run authority's mark: the move alone must have.)
+    const half = await openGoalWork({ root, goal_id: 'launch' });
+    try {
+      const refused = await half.addTodo({ operation_id: 'x', title: 'x' }).catch((e: { code: string }) => e.code);
+      expect(refused).toBe('work_store_moved');
+    } finally {
+      half.close();
+    }
     const other = await move([...toPg(), '--confirm', 'e'.repeat(64)]);
     expect(other.json().error).toMatchObject({ code: 'work_move_in_progress' });
     expect(other.json().error.next_action).toContain(`--confirm ${plan.digest}`);
@@ -197,9 +207,18 @@ describePg('a Goal’s work moved from PostgreSQL to SQLite and back', () => {
     expect(existsSync(join(root, 'goals', 'launch', 'work.db'))).toBe(false);
     const next = await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', 'Back on PostgreSQL', ...at], env);
     expect(next.status, next.stderr).toBe(0);
+    // That copy put back in place of the Goal's directory is a root rolled back, never a second live store:
+    // the run authority saw the SQLite store's last head (the move's), which the copy is behind.
+    const live = join(root, 'goals', 'launch.live');
+    renameSync(join(root, 'goals', 'launch'), live);
+    cpSync(saved, join(root, 'goals', 'launch'), { recursive: true });
+    const stale = await loopxAsync(['todo', 'add', '--goal', 'launch', '--title', 'split brain', ...at], env);
+    expect(stale.json().error?.code).toBe('root_rolled_back');
+    renameSync(join(root, 'goals', 'launch'), `${saved}.after`);
+    renameSync(live, join(root, 'goals', 'launch'));
     // A fence of a store left behind is refused at the receiver.
     const lineage = (await loopxAsync(['goal', 'show', 'launch', ...at], env)).json().goal_instance_id;
-    const stale = await fetch(sink.deliveriesUrl, {
+    const late = await fetch(sink.deliveriesUrl, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -211,8 +230,8 @@ describePg('a Goal’s work moved from PostgreSQL to SQLite and back', () => {
       },
       body: JSON.stringify({ message: 'from the SQLite store' }),
     });
-    expect(stale.status).toBe(409);
-    expect(((await stale.json()) as { error: string }).error).toBe('fence_stale');
+    expect(late.status).toBe(409);
+    expect(((await late.json()) as { error: string }).error).toBe('fence_stale');
   }, 120_000);
 
   it('a rotation of the schema afterwards passes over the store the work moved out of', async () => {
