@@ -66,8 +66,11 @@ export function updateTodo(root: string, goalId: string, input: UpdateTodoInput,
     root,
     goalId,
     async (work) => {
-      if (await work.readReceipt(op)) {
-        const proof = (await work.readReceipt(`${op}:lease`))?.receipt.lease;
+      const done = await work.readReceipt(op);
+      if (done) {
+        // Under the lease it was made with: the one its Todo held then (a retry after a rotation took a new one).
+        const proof =
+          (await work.readReceipt(`${op}:lease`)) === undefined ? undefined : (done.receipt.todo?.lease ?? undefined);
         return work.updateTodo({
           operation_id: op,
           todo_id: todoId,
@@ -80,16 +83,28 @@ export function updateTodo(root: string, goalId: string, input: UpdateTodoInput,
       if ((await work.view()).handoff_mode !== 'hard_lease')
         return work.updateTodo({ operation_id: op, todo_id: todoId, ...changes });
       const current = await work.leaseStatus(todoId);
-      const lease = (
-        await work.acquireLease({
-          operation_id: `${op}:lease`,
-          todo_id: todoId,
-          owner: input.lease_owner,
-          execution_key: op,
-          ttl_ms: OPERATOR_LEASE_TTL_MS,
-          expected_version: current.lease?.version ?? 0,
-        })
-      ).receipt.lease!;
+      // A lease this operation took before its answer was lost (a crash, a failover) is its own, when still held;
+      // else it takes one again under an id the lease's version makes distinct (a retry in the same state repeats it).
+      const landed = (await work.readReceipt(`${op}:lease`))?.receipt.lease;
+      const held =
+        landed != null &&
+        current.authorization === 'active' &&
+        current.lease !== null &&
+        current.lease.execution_key === op &&
+        current.lease.owner === input.lease_owner &&
+        current.lease.lease_epoch === landed.lease_epoch;
+      const lease = held
+        ? landed
+        : (
+            await work.acquireLease({
+              operation_id: landed == null ? `${op}:lease` : `${op}:lease:v${current.lease?.version ?? 0}`,
+              todo_id: todoId,
+              owner: input.lease_owner,
+              execution_key: op,
+              ttl_ms: OPERATOR_LEASE_TTL_MS,
+              expected_version: current.lease?.version ?? 0,
+            })
+          ).receipt.lease!;
       const updated = await work.updateTodo({
         operation_id: op,
         todo_id: todoId,

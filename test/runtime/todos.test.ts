@@ -227,6 +227,42 @@ describe('runtime Todo updates', () => {
     expect(await listTodos(root, 'g1')).toEqual(before);
   });
 
+  it('an update whose answer was lost after its lease landed is asked again: applied once, under that lease or a new one', async () => {
+    const root = await hardLeaseGoal();
+    // t2: the operator's lease step committed, then the process died before the update (a failover, a crash).
+    const takeAsItWould = (op: string) =>
+      withGoalWork(root, 'g1', async (work) => {
+        const status = await work.leaseStatus('t2');
+        await work.acquireLease({
+          operation_id: `${op}:lease`,
+          todo_id: 't2',
+          owner: 'operator:test',
+          execution_key: op,
+          ttl_ms: 600_000,
+          expected_version: status.lease?.version ?? 0,
+        });
+      });
+    await takeAsItWould('lost-1');
+    const again = await updateTodo(root, 'g1', {
+      operation_id: 'lost-1',
+      todo_id: 't2',
+      note: 'asked again',
+      lease_owner: 'operator:test',
+    });
+    expect(again.result).toBe('applied');
+    expect(await leaseOwnerOf(root, 't2')).toBeNull();
+    // The same, but the lease it took was revoked meanwhile (a database rotation): a new lease, then the update, once.
+    await takeAsItWould('lost-2');
+    await withGoalWork(root, 'g1', (work) =>
+      work.revokeAuthority({ operation_id: 'rotation-1', reason: 'store_rotation' }),
+    );
+    const input = { operation_id: 'lost-2', todo_id: 't2', note: 'after a rotation', lease_owner: 'operator:test' };
+    expect((await updateTodo(root, 'g1', input)).result).toBe('applied');
+    expect((await updateTodo(root, 'g1', input)).result).toBe('already_applied');
+    const t2 = (await listTodos(root, 'g1')).find((t) => t.todo_id === 't2')!;
+    expect(t2.note).toBe('after a rotation');
+  });
+
   it('an unknown Goal is goal_not_found and a missing root root_not_found', async () => {
     const root = tempRoot('loopx-runtime-todos-');
     initRoot(root);
