@@ -1,4 +1,5 @@
 import type { RebindOutcome, RootDirectoryIdentity } from './roots.js';
+import type { ActivationSetting } from './activation.js';
 import type { WorkHead, WorkMark } from './work-marks.js';
 
 /**
@@ -165,6 +166,10 @@ export interface RunAuthority {
   observeWorkHead(head: WorkHead): Promise<WorkMark>;
   /** The mark set to `head`, behind it or not: a confirmed database rotation's copy heads (work-marks.ts `rewindWorkMark`). */
   rewindWorkMark(head: WorkHead): Promise<WorkMark>;
+  /** The user's recovery activation switch (activation.ts): read per request, never cached. */
+  activation(): Promise<ActivationSetting>;
+  /** Turns recovery activation off (with a reason) or on; durable before it answers. */
+  setActivation(request: { readonly disabled: boolean; readonly reason?: string }): Promise<ActivationSetting>;
 
   close(): Promise<void>;
 }

@@ -31,3 +31,4 @@ export { goalLifetimeSuperseded, leaseRequired, runIdInvalid, rootAuthorityMisma
 export { goalIdentityMismatch, rootRolledBack, type WorkHead, type WorkMark } from './work-marks.js';
 export { authorityRolledBack } from './lifetimes.js';
 export { isRunId } from './leases.js';
+export { recoverActivationDisabled, type ActivationSetting } from './activation.js';

@@ -39,6 +39,7 @@ import {
   supersedeLifetime,
   type LifetimeTable,
 } from './lifetimes.js';
+import { readActivation, writeActivation, type ActivationSetting } from './activation.js';
 import {
   directoryWorkMarks,
   observeWorkHead,
@@ -111,6 +112,8 @@ export class LocalRunAuthority implements RunAuthority {
   readonly #lifetimes: LifetimeTable;
   readonly #worksDir: ConfinedDir;
   readonly #works: WorkMarkTable;
+  readonly #settingsDir: ConfinedDir;
+  readonly #settings: WorkMarkTable;
   readonly #keyring: Keyring;
   readonly #leases = new LeaseBook();
   readonly #noSync: boolean;
@@ -131,6 +134,8 @@ export class LocalRunAuthority implements RunAuthority {
       this.#lifetimes = directoryLifetimes(this.#lifetimesDir, { noSync, top: dir });
       this.#worksDir = track(opened, dir.subdir('works'));
       this.#works = directoryWorkMarks(this.#worksDir, { noSync });
+      this.#settingsDir = track(opened, dir.subdir('settings'));
+      this.#settings = directoryWorkMarks(this.#settingsDir, { noSync });
       this.#keyring = this.#init();
       this.scopeId = this.#keyring.scopeId;
     } catch (e) {
@@ -309,6 +314,16 @@ export class LocalRunAuthority implements RunAuthority {
     return rewindWorkMark(this.#works, head);
   }
 
+  async activation(): Promise<ActivationSetting> {
+    this.#leases.liveRead();
+    return readActivation(this.#settings);
+  }
+
+  async setActivation(request: { readonly disabled: boolean; readonly reason?: string }): Promise<ActivationSetting> {
+    this.#leases.live();
+    return writeActivation(this.#settings, request);
+  }
+
   /** Whether any run record names `rootId` as its owner (read once per root, when it is first bound). */
   #ownsRecords(rootId: string): boolean {
     return this.#runsDir
@@ -343,6 +358,7 @@ export class LocalRunAuthority implements RunAuthority {
       this.#rootsDir.close();
       this.#lifetimesDir.close();
       this.#worksDir.close();
+      this.#settingsDir.close();
       this.#locksDir.close();
       this.#keysDir.close();
       this.#dir.close();

@@ -27,6 +27,7 @@ import {
   supersedeLifetime,
   type LifetimeTable,
 } from './lifetimes.js';
+import { readActivation, writeActivation, type ActivationSetting } from './activation.js';
 import { mapWorkMarks, observeWorkHead, rewindWorkMark, type WorkHead, type WorkMark } from './work-marks.js';
 import { decodeRecord, encodeRecord } from './records.js';
 import {
@@ -212,6 +213,18 @@ export class MemoryRunAuthority implements RunAuthority {
   async rewindWorkMark(head: WorkHead): Promise<WorkMark> {
     this.#leases.live();
     return rewindWorkMark(this.#works, head);
+  }
+
+  readonly #settings = mapWorkMarks();
+
+  async activation(): Promise<ActivationSetting> {
+    this.#leases.liveRead();
+    return readActivation(this.#settings);
+  }
+
+  async setActivation(request: { readonly disabled: boolean; readonly reason?: string }): Promise<ActivationSetting> {
+    this.#leases.live();
+    return writeActivation(this.#settings, request);
   }
 
   #ownsRecords(rootId: string): boolean {

@@ -59,6 +59,7 @@ import {
   supersedeLifetime,
   type LifetimeTable,
 } from './lifetimes.js';
+import { readActivation, writeActivation, type ActivationSetting } from './activation.js';
 import { observeWorkHead, rewindWorkMark, type WorkHead, type WorkMark, type WorkMarkTable } from './work-marks.js';
 import type { LocalRunAuthority } from './local.js';
 import { decodeRecord, encodeRecord } from './records.js';
@@ -116,6 +117,11 @@ export const RUN_AUTHORITY_PG_MIGRATIONS: readonly PgMigration[] = [
     // Work marks: each Goal work store's lifetime and last committed head (work-marks.ts).
     version: 2,
     sql: `CREATE TABLE work_marks (store_key TEXT COLLATE "C" PRIMARY KEY, body TEXT NOT NULL);`,
+  },
+  {
+    // Per-user settings: the recovery activation switch (activation.ts).
+    version: 3,
+    sql: `CREATE TABLE authority_settings (name TEXT COLLATE "C" PRIMARY KEY, body TEXT NOT NULL);`,
   },
 ];
 
@@ -413,6 +419,29 @@ export class PgRunAuthority implements RunAuthority {
   async rewindWorkMark(head: WorkHead): Promise<WorkMark> {
     this.#leases.live();
     return rewindWorkMark(this.#workMarks(), head);
+  }
+
+  async activation(): Promise<ActivationSetting> {
+    this.#leases.liveRead();
+    return readActivation(this.#settingTable());
+  }
+
+  async setActivation(request: { readonly disabled: boolean; readonly reason?: string }): Promise<ActivationSetting> {
+    this.#leases.live();
+    return writeActivation(this.#settingTable(), request);
+  }
+
+  #settingTable(): WorkMarkTable {
+    return {
+      get: async (key) =>
+        (await this.#q<{ body: string }>('SELECT body FROM authority_settings WHERE name = $1', [key]))[0]?.body,
+      put: async (key, encoded) => {
+        await this.#q(
+          'INSERT INTO authority_settings (name, body) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body',
+          [key, encoded],
+        );
+      },
+    };
   }
 
   #workMarks(): WorkMarkTable {

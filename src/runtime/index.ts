@@ -80,6 +80,8 @@ export {
   recoveryStatusOf,
   resolveRecoveryHold,
   abortRecovery,
+  recoveryActivation,
+  setRecoveryActivation,
   type RecoverAccess,
 } from './recover.js';
 export {
@@ -215,6 +217,7 @@ export {
   type WorkMoveResult,
 } from './work-move.js';
 export type { RaisedFence } from './receiver-fences.js';
+export type { ActivationSetting } from '../run-authority/index.js';
 export {
   chooseStore,
   describeStore,

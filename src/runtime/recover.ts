@@ -26,7 +26,13 @@ import {
   type PlannedStep,
   type RecoveryStatus,
 } from '../recovery/index.js';
-import { defaultAuthorityDir, type ClaimInput, type RunAuthority } from '../run-authority/index.js';
+import {
+  defaultAuthorityDir,
+  recoverActivationDisabled,
+  type ActivationSetting,
+  type ClaimInput,
+  type RunAuthority,
+} from '../run-authority/index.js';
 import { databaseUrlFrom, schemaIdent } from '../store/index.js';
 import { pinForRecovery, releaseRecoveryPin } from './repository.js';
 import { initDestinationRoot, withAuthority, withDestinationEngine } from './root.js';
@@ -149,6 +155,7 @@ export function planRecovery(
     };
   }
   return withAuthority(a, async (authority) => {
+    await assertActivation(authority);
     // The destination is new, or an existing empty private directory: what the plan adds is all it holds after.
     const existed = existsSync(resolve(a.destination));
     const plan = planAdoption({
@@ -188,9 +195,10 @@ async function ended(destination: string, status: RecoveryStatus): Promise<Recov
 }
 
 export const applyRecovery = (a: RecoverAccess, destination: string, confirm: string): Promise<RecoveryStatus> =>
-  withAuthority(a, (authority) => applyAdoption(resolve(destination), confirm, runOptions(a, authority))).then((s) =>
-    ended(destination, s),
-  );
+  withAuthority(a, async (authority) => {
+    await assertActivation(authority);
+    return applyAdoption(resolve(destination), confirm, runOptions(a, authority));
+  }).then((s) => ended(destination, s));
 
 export const recoveryStatusOf = (a: RecoverAccess, destination: string): Promise<RecoveryStatus> =>
   withAuthority(a, (authority) => recoveryStatus(resolve(destination), hostOf(a, authority)));
@@ -201,9 +209,30 @@ export const resolveRecoveryHold = (
   holdId: string,
   settlement: HoldSettlement = { kind: 'ask' },
 ): Promise<RecoveryStatus> =>
-  withAuthority(a, (authority) =>
-    resolveHold(resolve(destination), holdId, { ...runOptions(a, authority), settlement }),
-  ).then((s) => ended(destination, s));
+  withAuthority(a, async (authority) => {
+    await assertActivation(authority);
+    return resolveHold(resolve(destination), holdId, { ...runOptions(a, authority), settlement });
+  }).then((s) => ended(destination, s));
+
+/**
+ * The user's recovery activation switch, asked by plan, apply and resolve before anything else:
+ * off, they refuse `recover_activation_disabled` and change nothing (status, abort, verify and
+ * audit never ask it).
+ */
+async function assertActivation(authority: RunAuthority): Promise<void> {
+  const setting = await authority.activation();
+  if (setting.disabled) throw recoverActivationDisabled(setting);
+}
+
+/** `loopx recover activation`: the switch as the run authority holds it. */
+export const recoveryActivation = (a: Pick<RecoverAccess, 'authorityDir'>): Promise<ActivationSetting> =>
+  withAuthority(a, (authority) => authority.activation());
+
+/** `loopx recover disable-activation [--reason]` / `enable-activation`. */
+export const setRecoveryActivation = (
+  a: Pick<RecoverAccess, 'authorityDir'>,
+  request: { readonly disabled: boolean; readonly reason?: string },
+): Promise<ActivationSetting> => withAuthority(a, (authority) => authority.setActivation(request));
 
 export const abortRecovery = (a: RecoverAccess, destination: string): Promise<RecoveryStatus> =>
   withAuthority(a, (authority) => abortAdoption(resolve(destination), hostOf(a, authority))).then((s) =>

@@ -44,6 +44,7 @@ const exercised = new Set<string>();
 const EXERCISED_ELSEWHERE: Readonly<Record<string, string>> = {
   'recover-drill.schema.json': 'test/recovery/drill.test.ts',
   'work-move-plan.schema.json': 'test/cli/goal-move-work.test.ts',
+  'recover-activation.schema.json': 'test/recovery/activation.test.ts',
   'work-move.schema.json': 'test/cli/goal-move-work.test.ts',
   'daemon-recovery.schema.json': 'test/daemon/recoveries.test.ts',
   'daemon-run.schema.json': 'test/daemon/run-actions.test.ts',

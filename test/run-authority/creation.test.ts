@@ -78,7 +78,16 @@ describe('creating a new authority', () => {
     expect(a.currentKeyGeneration()).toBe(1);
     expect(a.keyGenerations()).toEqual([{ generation: 1, retired: false }]);
     // The key lives apart from the scope, and the authority holds nothing else at its top level.
-    expect(readdirSync(dir).sort()).toEqual(['keys', 'lifetimes', 'locks', 'roots', 'runs', 'scope', 'works']);
+    expect(readdirSync(dir).sort()).toEqual([
+      'keys',
+      'lifetimes',
+      'locks',
+      'roots',
+      'runs',
+      'scope',
+      'settings',
+      'works',
+    ]);
     expect(readdirSync(join(dir, 'keys'))).toEqual(['1.key']);
   });
 

@@ -13,6 +13,7 @@ import { EXIT_CODES, operatorPath, usageError } from '../../core/index.js';
 import type { AdoptionPlan, RecoveryStatus } from '../../runtime/index.js';
 import { emit, exitAfterOutput, resolveRoot, runtime, type GlobalOptions, type Output } from '../context.js';
 import { progressBar } from '../progress.js';
+import { registerActivation } from './recover-activation.js';
 
 const access = (g: GlobalOptions) => ({
   ...(g.authorityDir !== undefined ? { authorityDir: g.authorityDir } : {}),
@@ -89,6 +90,7 @@ export function register(program: Command, globals: () => GlobalOptions): void {
   registerResolve(recover, globals);
   registerAbort(recover, globals);
   registerDrill(recover, globals);
+  registerActivation(recover, globals);
 }
 
 /** `loopx recover plan`: re-verify the workspace and write the digest-bound adoption plan into the destination. */

@@ -723,6 +723,29 @@ export function describeRunAuthority(name: string, factory: AuthorityFactory): v
       });
     });
 
+    describe('the recovery activation switch', () => {
+      it('is on until an operator turns it off; off carries the reason and when; on again clears the reason', async () => {
+        const a = await make();
+        expect(await a.activation()).toEqual({ disabled: false, reason: null, changed_at: null });
+        const off = await a.setActivation({ disabled: true, reason: 'release 0.9 under review' });
+        expect(off).toMatchObject({ disabled: true, reason: 'release 0.9 under review' });
+        expect(Number.isNaN(Date.parse(off.changed_at!))).toBe(false);
+        expect(await a.activation()).toEqual(off);
+        const on = await a.setActivation({ disabled: false, reason: 'ignored when on' });
+        expect(on).toMatchObject({ disabled: false, reason: null });
+        expect(await a.activation()).toEqual(on);
+      });
+
+      it('refuses a reason that is not one line of 1–500 characters, and changes nothing', async () => {
+        const a = await make();
+        for (const reason of ['', 'two\nlines', 'x'.repeat(501)])
+          await expect(a.setActivation({ disabled: true, reason })).rejects.toMatchObject({
+            code: 'recover_activation_reason_invalid',
+          });
+        expect((await a.activation()).disabled).toBe(false);
+      });
+    });
+
     describe('close()', () => {
       it('drains: pending with an outstanding run lease, refuses new work, lets the lease write, resolves on release, then zeroes keys and refuses everything', async () => {
         const a = await make();
