@@ -37,8 +37,19 @@ export function spawnDaemon(
 
 /** SIGTERM, then the exit code once it has drained. */
 export const stopDaemonProcess = (c: ChildProcessWithoutNullStreams): Promise<number | null> =>
-  new Promise((r) => {
-    c.on('exit', (code) => r(code));
+  new Promise((r, reject) => {
+    // Already gone (it exited on its own): nothing to wait for — an 'exit' listener added now would never fire.
+    if (c.exitCode !== null || c.signalCode !== null) return r(c.exitCode);
+    let stderr = '';
+    c.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+    const late = setTimeout(
+      () => reject(new Error(`the daemon did not exit within 45 s of SIGTERM; its stderr ended:\n${stderr}`)),
+      45_000,
+    );
+    c.on('exit', (code) => {
+      clearTimeout(late);
+      r(code);
+    });
     c.kill('SIGTERM');
   });
 
