@@ -137,10 +137,7 @@ async function withCallContext<T>(
       const out = await fn({
         goalId: session.goal_id,
         lineage: goalOwner.lineageOf(goal),
-        deliveryFence: goalOwner.deliveryFence(
-          goalOwner.lineageOf(goal),
-          work.restoreGeneration + head.installation_base,
-        ),
+        deliveryFence: goalOwner.deliveryFence(goalOwner.lineageOf(goal), head.delivery_incarnation),
         lifetimeId: goal.goal_instance_id,
         work,
         owners,
@@ -283,7 +280,7 @@ async function describeDelivery(c: CallContext, ctx: ToolContext, message: strin
  * its goal owner — from then on the lifetime admits no writer — and the call ends superseded.
  * A newer fence of this same lifetime was sent through a later installation of the Goal's store (a
  * rotated PostgreSQL server): this process writes through one the root has left behind. Nothing
- * is recorded against the lifetime, which lives on there; the call ends `store_superseded`.
+ * is recorded against the lifetime, which lives on there; the call ends `goal_work_installation_superseded`.
  */
 function supersededByReceiver(c: CallContext, receipt: unknown): void {
   const r = receipt as { reason?: unknown; newest_fence?: unknown };

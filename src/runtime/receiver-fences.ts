@@ -34,7 +34,7 @@ export async function raiseReceiverFences(root: string, goalIds: readonly string
       const goal = owners.goals.get(goalId);
       if (goal === undefined) continue;
       const work = await workOwner.openGoalWork({ root, goal_id: goalId });
-      const incarnation = await work.deliveryIncarnation().finally(() => work.close());
+      const incarnation = (await work.view().finally(() => work.close())).delivery_incarnation;
       const lineage = goalOwner.lineageOf(goal);
       const fence = goalOwner.deliveryFence(lineage, incarnation);
       for (const url of await effectOwner.goalReceivers(owners.effects, goalId, lineage.lineage_id)) {

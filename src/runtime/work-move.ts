@@ -262,19 +262,19 @@ async function carryOut(
   j: Journal,
   access: { readonly authorityDir?: string },
 ): Promise<WorkMoveResult> {
-  const at = { root, goal_id: goalId };
-  // Until the new store has adopted the source's head, the source is where the work is: fenced, then carried
-  // over. (Decided by the new store's own receipt, never by comparing records: a set-aside source is not opened.)
-  if (!(await adopted(root, goalId, j))) await carryOver(root, goalId, j, access);
-  if (canonicalJson(workOwner.goalWorkLocation(root, goalId)) !== canonicalJson(j.destination))
-    workOwner.recordMovedWork(root, goalId, j.destination);
-  faultPoint('work.move.after-record');
-  // A source in the root's files is kept aside as history (a later move there starts on a store of its own).
-  if (inRoot(j.source)) workOwner.setAsideForMove(root, goalId, j.source, j.move_id);
-  faultPoint('work.move.after-set-aside');
-  const receivers = await raiseReceiverFences(root, [goalId]);
-  const destination = await workOwner.openWorkAt(at, j.destination);
+  const destination = await workOwner.openWorkAt({ root, goal_id: goalId, create: true }, j.destination);
   try {
+    // Until the new store has adopted the source's head (its `move:<id>:in` receipt), the source is where the
+    // work is: fenced, then carried over. Never decided by comparing records: a set-aside source is not reopened.
+    if ((await destination.readReceipt(`move:${j.move_id}:in`)) === undefined)
+      await carryOver(root, goalId, j, destination, access);
+    if (canonicalJson(workOwner.goalWorkLocation(root, goalId)) !== canonicalJson(j.destination))
+      workOwner.recordMovedWork(root, goalId, j.destination);
+    faultPoint('work.move.after-record');
+    // A source in the root's files is kept aside as history (a later move there starts on a store of its own).
+    if (inRoot(j.source)) workOwner.setAsideForMove(root, goalId, j.source, j.move_id);
+    faultPoint('work.move.after-set-aside');
+    const receivers = await raiseReceiverFences(root, [goalId]);
     const lineages = await destination.lineage();
     const from = lineages.find((l) => l.recovery_id === j.move_id);
     if (existsSync(journalPath(root, goalId))) rmSync(journalPath(root, goalId));
@@ -295,16 +295,6 @@ async function carryOut(
   }
 }
 
-/** Whether the move's destination has adopted the source's head (its `move:<id>:in` receipt). */
-async function adopted(root: string, goalId: string, j: Journal): Promise<boolean> {
-  const destination = await workOwner.openWorkAt({ root, goal_id: goalId, create: true }, j.destination);
-  try {
-    return (await destination.readReceipt(`move:${j.move_id}:in`)) !== undefined;
-  } finally {
-    destination.close();
-  }
-}
-
 /**
  * Steps 2–3: the source fenced — and this user's run authority told of its moved head, so a copy
  * of the root from before the move is refused `root_rolled_back` — and its work imported by the new store.
@@ -313,38 +303,33 @@ async function carryOver(
   root: string,
   goalId: string,
   j: Journal,
+  destination: workOwner.WorkOwner,
   access: { readonly authorityDir?: string },
 ): Promise<void> {
-  const at = { root, goal_id: goalId };
-  const destination = await workOwner.openWorkAt({ ...at, create: true }, j.destination);
+  const source = await workOwner.openWorkAt({ root, goal_id: goalId }, j.source);
   try {
-    const source = await workOwner.openWorkAt(at, j.source);
-    try {
-      const into = await destination.storeIdentity();
-      await source.moveOut({
-        operation_id: `move:${j.move_id}:out`,
-        move_id: j.move_id,
-        to: { provider: j.destination.provider, store_identity: into.store_identity },
-      });
-      const moved = await source.view();
-      const goal = await withRootOwners(root, (owners) => owners.goals.get(goalId));
-      if (goal !== undefined)
-        await withAuthority(access, (authority) =>
-          authority.observeWorkHead({
-            goal_id: goalId,
-            goal_instance_id: goal.goal_instance_id,
-            store_identity: moved.store_identity,
-            cursor: moved.cursor,
-            provider_revision: moved.provider_revision,
-          }),
-        );
-      faultPoint('work.move.after-out');
-      await destination.importMovedWork({ operation_id: `move:${j.move_id}:in`, move_id: j.move_id, source });
-      faultPoint('work.move.after-import');
-    } finally {
-      source.close();
-    }
+    const into = await destination.storeIdentity();
+    await source.moveOut({
+      operation_id: `move:${j.move_id}:out`,
+      move_id: j.move_id,
+      to: { provider: j.destination.provider, store_identity: into.store_identity },
+    });
+    const moved = await source.view();
+    const goal = await withRootOwners(root, (owners) => owners.goals.get(goalId));
+    if (goal !== undefined)
+      await withAuthority(access, (authority) =>
+        authority.observeWorkHead({
+          goal_id: goalId,
+          goal_instance_id: goal.goal_instance_id,
+          store_identity: moved.store_identity,
+          cursor: moved.cursor,
+          provider_revision: moved.provider_revision,
+        }),
+      );
+    faultPoint('work.move.after-out');
+    await destination.importMovedWork({ operation_id: `move:${j.move_id}:in`, move_id: j.move_id, source });
+    faultPoint('work.move.after-import');
   } finally {
-    destination.close();
+    source.close();
   }
 }

@@ -196,30 +196,25 @@ export async function adoptRecoveredState(core: WorkCore, r: AdoptStateRequest):
     source_provider_revision: lineage.source_provider_revision,
     source_cursor: lineage.source_head_cursor,
   };
+  // Only a move names a base: a recovery's request (and so its digest) is as it always was.
   const base: { installation_base?: number } =
     r.installation_base === undefined ? {} : { installation_base: r.installation_base };
-  return execute(
-    core,
-    'adopt_recovered_state',
-    r,
-    { recovery: canonicalJson(from), ...(base as Record<string, number>) },
-    ({ p, at }) => {
-      if (p.authority_revision !== 0) {
-        throw storeNotEmpty();
-      }
-      return {
-        events: [
-          {
-            type: 'state_adopted',
-            from,
-            todos: (source?.todos ?? []).map((t) => retired(t, at)),
-            todo_seq: source?.todo_seq ?? 0,
-            handoff_mode: source?.handoff_mode ?? p.handoff_mode,
-            ...base,
-          },
-        ],
-        recovery: from,
-      };
-    },
-  );
+  return execute(core, 'adopt_recovered_state', r, { recovery: canonicalJson(from), ...base }, ({ p, at }) => {
+    if (p.authority_revision !== 0) {
+      throw storeNotEmpty();
+    }
+    return {
+      events: [
+        {
+          type: 'state_adopted',
+          from,
+          todos: (source?.todos ?? []).map((t) => retired(t, at)),
+          todo_seq: source?.todo_seq ?? 0,
+          handoff_mode: source?.handoff_mode ?? p.handoff_mode,
+          ...base,
+        },
+      ],
+      recovery: from,
+    };
+  });
 }

@@ -189,8 +189,12 @@ export interface WorkView {
   readonly todos: readonly Todo[];
   /** Present once the Goal's work moved to another store: this one takes no write. */
   readonly moved_to?: MovedTo;
-  /** The installations the lifetime's work went through before this store (0 unless it was moved in). */
-  readonly installation_base: number;
+  /**
+   * The installation count a delivery fence takes for this store (owners/goal/fence.ts): the
+   * provider's restore generation plus the installations the lifetime's work went through before
+   * this store (a move's `installation_base`).
+   */
+  readonly delivery_incarnation: number;
 }
 
 export interface LeaseStatus {
@@ -230,8 +234,6 @@ export interface WorkOwner {
   storeIdentity(): Promise<WorkStoreIdentity>;
   /** The provider's `admitsWriters` (see contract.ts): a writer's first question. */
   assertWritable(): Promise<void>;
-  /** The provider's `restoreGeneration` (see contract.ts), 0 when it has none. */
-  readonly restoreGeneration: number;
   view(): Promise<WorkView>;
   listTodos(): Promise<Todo[]>;
   getTodo(todoId: string): Promise<Todo | undefined>;
@@ -277,8 +279,6 @@ export interface WorkOwner {
   lineageRows(sourceStoreIdentity: string): AsyncGenerator<StoredCommitText, void, undefined>;
   /** See `ImportMovedWorkRequest`. The same request again is its readback. */
   importMovedWork(request: ImportMovedWorkRequest): Promise<WorkOperationResult>;
-  /** The installation count a delivery fence takes for this store: the provider's restore generation plus the store's base. */
-  deliveryIncarnation(): Promise<number>;
   close(): void;
 }
 

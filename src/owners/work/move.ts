@@ -46,10 +46,6 @@ async function collect(source: WorkOwner, identity: string): Promise<StoredCommi
   return rows;
 }
 
-/** The count a delivery fence takes for `work`'s store (owners/goal/fence.ts). */
-export const deliveryIncarnation = async (core: WorkCore, view: () => Promise<{ installation_base: number }>) =>
-  (core.provider.restoreGeneration ?? 0) + (await view()).installation_base;
-
 export async function importMovedWork(core: WorkCore, r: ImportMovedWorkRequest): Promise<WorkOperationResult> {
   const source = r.source;
   const from = await source.view();
@@ -58,12 +54,10 @@ export async function importMovedWork(core: WorkCore, r: ImportMovedWorkRequest)
   // 1. What the source held from before it: each lineage, as it was imported there.
   for (const l of await source.lineage()) {
     const { imported_at: _, ...lineage } = l;
-    let outcome: LineageImportResult = await core.provider.importLineage({
-      lineage,
-      rows: await collect(source, l.source_store_identity),
-    });
-    if (outcome.status === 'ambiguous')
-      outcome = await core.provider.importLineage({ lineage, rows: await collect(source, l.source_store_identity) });
+    const rows = await collect(source, l.source_store_identity);
+    let outcome: LineageImportResult = await core.provider.importLineage({ lineage, rows });
+    // A landed import reads back as `already`.
+    if (outcome.status === 'ambiguous') outcome = await core.provider.importLineage({ lineage, rows });
     if (outcome.status !== 'applied' && outcome.status !== 'already')
       throw storeNotEmpty({ outcome: outcome.status, ...('reason' in outcome ? { reason: outcome.reason } : {}) });
   }
@@ -78,6 +72,6 @@ export async function importMovedWork(core: WorkCore, r: ImportMovedWorkRequest)
     content_digest: sealed.archive_sha256,
   });
   // 3. Its head's Todos as this store's first transaction; the fence counts the installations before it.
-  const base = Math.max(0, (await source.deliveryIncarnation()) + 1 - (core.provider.restoreGeneration ?? 0));
+  const base = Math.max(0, from.delivery_incarnation + 1 - (core.provider.restoreGeneration ?? 0));
   return adoptRecoveredState(core, { operation_id: r.operation_id, recovery_id: r.move_id, installation_base: base });
 }

@@ -23,7 +23,7 @@ export async function view(core: WorkCore): Promise<WorkView> {
     fence_epoch: p.fence?.epoch ?? null,
     todos: p.todos,
     ...(p.moved_to === undefined ? {} : { moved_to: p.moved_to }),
-    installation_base: p.installation_base ?? 0,
+    delivery_incarnation: (core.provider.restoreGeneration ?? 0) + (p.installation_base ?? 0),
   };
 }
 

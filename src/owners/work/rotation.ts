@@ -37,7 +37,6 @@ async function withEachStore<T>(
   return out;
 }
 
-/** Every Goal's granted authority in the schema behind `db`, in store order. */
 /** What a store's state grants a writer: nothing once its work moved out (its leases were released; it takes no write). */
 const granting = (v: WorkView, now: Date): { active_leases: number; fenced: boolean } =>
   v.moved_to !== undefined
@@ -47,6 +46,7 @@ const granting = (v: WorkView, now: Date): { active_leases: number; fenced: bool
         fenced: v.fence_epoch !== null,
       };
 
+/** Every Goal's granted authority in the schema behind `db`, in store order. */
 export function grantedAuthority(db: PgDatabase, now: Date = new Date()): Promise<GrantedAuthority[]> {
   return withEachStore(db, async (work) => {
     const v = await work.view();

@@ -29,7 +29,7 @@ import { LAYOUT } from '../layout.js';
 import { adoptRecoveredState, importLineage } from './adopt.js';
 import { readProjection, type WorkCore } from './commit.js';
 import { engageFence, moveOut, revokeAuthority, setHandoffMode } from './handoff.js';
-import { deliveryIncarnation, importMovedWork, lineageRows } from './move.js';
+import { importMovedWork, lineageRows } from './move.js';
 import { acquireLease, leaseStatus, releaseLease, renewLease, transferLease } from './leases.js';
 import { history, iterateHistory, readReceipt, view } from './reads.js';
 import { exportRetainedPrefix } from './retained-prefix.js';
@@ -56,7 +56,6 @@ export async function openWork(options: WorkOwnerOptions): Promise<WorkOwner> {
     goal_id: core.goalId,
     storeIdentity: () => provider.storeIdentity(),
     assertWritable: async () => provider.admitsWriters?.(),
-    restoreGeneration: provider.restoreGeneration ?? 0,
     view: () => view(core),
     listTodos: async () => [...(await readProjection(core)).p.todos],
     getTodo: async (id) => (await readProjection(core)).p.todos.find((t) => t.todo_id === id),
@@ -84,7 +83,6 @@ export async function openWork(options: WorkOwnerOptions): Promise<WorkOwner> {
     lineage: () => provider.lineage(),
     lineageRows: (source) => lineageRows(core, source),
     importMovedWork: (r) => importMovedWork(core, r),
-    deliveryIncarnation: () => deliveryIncarnation(core, () => view(core)),
     close: () => provider.close(),
   };
 }

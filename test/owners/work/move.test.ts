@@ -74,7 +74,7 @@ describe('a Goal’s work moved to a store of another provider and back', () => 
     const replay = await second.addTodo({ operation_id: ops1[0]!, title: 'one a' });
     expect(replay.result).toBe('already_applied');
     expect(replay.receipt).toEqual(before1[0]!.receipt);
-    expect(await second.deliveryIncarnation()).toBe((await first.deliveryIncarnation()) + 1);
+    expect((await second.view()).delivery_incarnation).toBe((await first.view()).delivery_incarnation + 1);
 
     const ops2 = await populate(second, 'two');
     const before2 = await receipts(second, [...ops1, ...ops2]);
@@ -82,7 +82,7 @@ describe('a Goal’s work moved to a store of another provider and back', () => 
     await move(second, third, 'b'.repeat(64));
     expect(await receipts(third, [...ops1, ...ops2])).toEqual(before2);
     expect((await third.lineage()).map((l) => l.recovery_id)).toEqual(['a'.repeat(64), 'b'.repeat(64)]);
-    expect(await third.deliveryIncarnation()).toBe((await second.deliveryIncarnation()) + 1);
+    expect((await third.view()).delivery_incarnation).toBe((await second.view()).delivery_incarnation + 1);
     expect((await third.addTodo({ operation_id: 'three-add', title: 'three' })).result).toBe('applied');
     expect((await third.listTodos()).map((t) => t.title)).toEqual(['one a', 'one b', 'two a', 'two b', 'three']);
     for (const w of [first, second, third]) w.close();

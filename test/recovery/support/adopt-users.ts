@@ -119,20 +119,13 @@ export async function backupVerified(u: User, id = 'b1'): Promise<void> {
   ]);
 }
 
+/** Plan `u`'s Goal `goal` from its workspace into `destination`; the plan document. */
+export const planInto = (u: User, destination: string, goal = 'launch'): Promise<Doc> =>
+  as(u, ['recover', 'plan', '--from', u.workspace, '--goal', goal, '--destination', destination, '--root', u.root]);
+
 /** Plan `u`'s Goal `goal` from its workspace into `destination`, then apply it; the apply's status document. */
 export async function recoverInto(u: User, destination: string, goal = 'launch'): Promise<Doc> {
-  const plan = await as(u, [
-    'recover',
-    'plan',
-    '--from',
-    u.workspace,
-    '--goal',
-    goal,
-    '--destination',
-    destination,
-    '--root',
-    u.root,
-  ]);
+  const plan = await planInto(u, destination, goal);
   return as(u, ['recover', 'apply', '--destination', destination, '--confirm', plan.plan_digest]);
 }
 
